@@ -1,0 +1,47 @@
+// Package engine is pagefeed's data plane: workers that each own an io_uring
+// ring on a locked OS thread, an aligned slot pool, batched submission and
+// completions delivered in the order the device returns them.
+//
+// A pread worker pool implements the same contract where io_uring cannot be
+// set up (ENOSYS, EPERM, ENOMEM) or when asked for; buffered reads replace
+// O_DIRECT where a file system refuses it. Both fallbacks are reported once
+// through Options.Logf and in Info.
+//
+// Contract summary:
+//   - Submit blocks while every slot is in use (backpressure) and returns
+//     when the requests are queued, not when they complete.
+//   - Each request completes exactly once, with either the exact requested
+//     bytes (fewer only at end of file) or an error of type *Error.
+//   - Completion.Data stays valid, and its slot stays taken, until Release.
+//   - Close waits for every read in flight and every worker goroutine;
+//     calls after Close return ErrClosed.
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors.
+var (
+	// ErrClosed is returned by every call made after Close.
+	ErrClosed = errors.New("engine: closed")
+	// ErrTooLarge is returned for a request longer than a slot can hold.
+	ErrTooLarge = errors.New("engine: request larger than slot")
+	// ErrAlignment reports an O_DIRECT read the kernel refused (EINVAL).
+	ErrAlignment = errors.New("engine: direct I/O alignment")
+)
+
+// Error is the structured error of a failed operation, after io/fs.PathError.
+type Error struct {
+	Op   string // "open", "read", "setup", ...
+	Path string
+	Off  int64
+	Err  error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s at offset %d: %v", e.Op, e.Path, e.Off, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
