@@ -1,0 +1,125 @@
+package rinas
+
+import (
+	"testing"
+)
+
+func TestPackerSplitsDocumentsAndKeepsOneEOS(t *testing.T) {
+	const eos, pad = -1, -2
+	docs := [][]int32{{1, 2, 3}, {4, 5, 6, 7, 8}, {9}, {10, 11}}
+	var stream []int32 // every batch's tokens, padding removed
+	var pending []int32
+	pendingOwed := false
+	next := 0
+	for batch := 0; batch < 10 && (next < len(docs) || pendingOwed); batch++ {
+		buf, err := newTokenBuf(2, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := packer{eos: eos, pad: pad}
+		p.reset(buf)
+		for !p.full() {
+			if !pendingOwed {
+				if next == len(docs) {
+					break
+				}
+				pending, pendingOwed = docs[next], true
+				next++
+			}
+			n, done := p.add(pending)
+			pending = pending[n:]
+			pendingOwed = !done
+		}
+		ratio := p.finish()
+		if ratio <= 0 || ratio > 1 {
+			t.Fatalf("fill ratio %v out of (0,1]", ratio)
+		}
+		for _, v := range buf.tokens {
+			if v != pad {
+				stream = append(stream, v)
+			}
+		}
+		buf.free()
+	}
+	want := []int32{1, 2, 3, eos, 4, 5, 6, 7, 8, eos, 9, eos, 10, 11, eos}
+	if len(stream) != len(want) {
+		t.Fatalf("stream %v, want %v", stream, want)
+	}
+	for i := range want {
+		if stream[i] != want[i] {
+			t.Fatalf("stream %v, want %v", stream, want)
+		}
+	}
+}
+
+func TestTokenBufAligned(t *testing.T) {
+	b, err := newTokenBuf(3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.free()
+	if len(b.tokens) != 21 {
+		t.Fatalf("len %d", len(b.tokens))
+	}
+	if addr := uintptrOf(b.tokens); addr%4096 != 0 {
+		t.Fatalf("token buffer at %#x is not 4096-aligned", addr)
+	}
+	if _, err := newTokenBuf(0, 1); err == nil {
+		t.Fatal("zero rows accepted")
+	}
+}
+
+func TestShuffleBufferBoundedAndExactlyOnce(t *testing.T) {
+	const capRows = 50
+	b := newShuffleBuffer[int](capRows, 7)
+	seen := map[int]bool{}
+	emitted := 0
+	firstOut := -1
+	for page := 0; page < 100; page++ {
+		for r := 0; r < 10; r++ {
+			v := page*10 + r
+			b.push(v, rowRef{page: uint64(page), row: uint32(r)})
+		}
+		for b.over() > 0 {
+			v, ref := b.pop()
+			if int(ref.page)*10+int(ref.row) != v {
+				t.Fatalf("ref %+v does not match value %d", ref, v)
+			}
+			if seen[v] {
+				t.Fatalf("row %d emitted twice", v)
+			}
+			if firstOut < 0 {
+				firstOut = v
+			}
+			seen[v] = true
+			emitted++
+		}
+		if b.len() > capRows {
+			t.Fatalf("buffer holds %d rows, cap %d", b.len(), capRows)
+		}
+	}
+	for b.len() > 0 {
+		v, _ := b.pop()
+		if seen[v] {
+			t.Fatalf("row %d emitted twice", v)
+		}
+		seen[v] = true
+		emitted++
+	}
+	if emitted != 1000 || len(seen) != 1000 {
+		t.Fatalf("emitted %d distinct %d, want 1000", emitted, len(seen))
+	}
+	// Deterministic for a seed.
+	a1, a2 := newShuffleBuffer[int](4, 1), newShuffleBuffer[int](4, 1)
+	for i := 0; i < 20; i++ {
+		a1.push(i, rowRef{})
+		a2.push(i, rowRef{})
+		for a1.over() > 0 {
+			x, _ := a1.pop()
+			y, _ := a2.pop()
+			if x != y {
+				t.Fatalf("same seed diverged: %d vs %d", x, y)
+			}
+		}
+	}
+}
