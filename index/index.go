@@ -1,0 +1,262 @@
+// Package index is pagefeed's global page index over a set of Parquet files.
+//
+// Build reads each file's footer and, per projected column chunk, either its
+// OffsetIndex or (without one) its page headers, with batched reads through a
+// BatchReader. The result numbers the pages of every projected column
+// globally, [0, NumPages(k)), in file order, then row group order, then page
+// order, and maps a global page number to its location with a layered binary
+// search (file, then column chunk, then page: YOUMU's lookup) in O(log n)
+// with no allocation.
+//
+// Memory: pages are kept as a struct of arrays, 12 bytes each (offset within
+// the chunk, size, first row within the chunk); files and chunks keep prefix
+// sums separately. A column chunk must be smaller than 4 GiB and hold fewer
+// than 2^32-1 rows (ErrUnsupported otherwise).
+//
+// An Index is immutable after Build and safe for concurrent use.
+//
+// Build persists the index in a sidecar file keyed by every file's path,
+// size and modification time and by the projection, with a CRC-32C; a
+// sidecar that is stale, corrupt or of another version is rebuilt and
+// rewritten, never trusted, and Options.Logf says why.
+package index
+
+import (
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// rowUnknown marks a page whose first row is not known (V1 pages of a
+// repeated column found by a header walk).
+const rowUnknown = ^uint32(0)
+
+// Source tells where a column chunk's page locations came from.
+type Source uint8
+
+const (
+	FromOffsetIndex Source = iota // the chunk's OffsetIndex
+	FromHeaderWalk                // walking its page headers
+)
+
+func (s Source) String() string {
+	if s == FromHeaderWalk {
+		return "header_walk"
+	}
+	return "offset_index"
+}
+
+// FileInfo describes one indexed file.
+type FileInfo struct {
+	Path         string
+	Size         int64
+	ModTime      time.Time
+	NumRows      int64
+	NumRowGroups int
+	FirstRow     int64 // global row number of the file's first row
+	FirstChunk   int   // global chunk number of its first row group
+}
+
+// ColumnInfo describes one projected column (a leaf of the schema).
+type ColumnInfo struct {
+	Path  string         // dotted path, e.g. "input_ids.list.element"
+	Descr *schema.Column // arrow-go's descriptor, for decoding; from the first file
+	Leaf  int            // leaf index in the first file's schema
+}
+
+// Loc is the location of one page.
+type Loc struct {
+	File     int   // file number, for File
+	RowGroup int   // row group within the file
+	Chunk    int   // global chunk number, for Chunk
+	Offset   int64 // of the page header in the file
+	Size     int32 // header and compressed body
+	FirstRow int64 // row within the file; -1 unknown
+	NumRows  int32 // rows that start in this page; -1 unknown
+}
+
+// ChunkInfo describes one column chunk of a projected column. Chunk numbers
+// are global row-group numbers and are shared by all projected columns.
+type ChunkInfo struct {
+	File       int
+	RowGroup   int
+	Codec      compress.Compression
+	DictOffset int64 // dictionary page (header and body); 0 if none
+	DictSize   int32 // 0 if none
+	FirstPage  int   // global number of its first page
+	NumPages   int
+	FirstRow   int64 // global row number
+	NumRows    int64
+	Source     Source
+}
+
+// Stats summarises an Index and how it was built.
+type Stats struct {
+	Files         int
+	RowGroups     int // also the column chunks per projected column
+	ColumnChunks  int // RowGroups × projected columns
+	Pages         int64
+	Rows          int64
+	OffsetIndex   int // column chunks located from their OffsetIndex
+	HeaderWalk    int // column chunks located by walking page headers
+	ResidentBytes int64
+	BuildTime     time.Duration
+	// Sidecar is "off" (NoSidecar), "hit" (loaded), "written" (none was
+	// there), "rebuilt" (one was there but stale or corrupt) or "miss"
+	// (none could be written; Logf says why).
+	Sidecar     string
+	SidecarPath string
+}
+
+// rgInfo is one row group of one file: a global chunk number.
+type rgInfo struct {
+	file        int32
+	rg          int32
+	firstRow    int64 // global
+	numRows     int64
+	fileRowBase int64 // first row within its file
+}
+
+// chunkMeta is per (column, chunk) data.
+type chunkMeta struct {
+	base     int64 // page offsets are relative to it
+	dictOff  int64
+	dictSize int32
+	codec    compress.Compression
+	source   Source
+}
+
+type column struct {
+	info      ColumnInfo
+	filePage  []int64 // len files+1: prefix sums of pages per file
+	chunkPage []int64 // len chunks+1: prefix sums of pages per chunk
+	chunks    []chunkMeta
+	// pages, struct of arrays
+	off  []uint32 // relative to chunks[c].base
+	size []uint32
+	row  []uint32 // first row within the chunk, or rowUnknown
+}
+
+// Index is the global page index. Immutable and safe for concurrent use.
+type Index struct {
+	files   []FileInfo
+	fileRG  []int32 // len files+1: file f's chunks are [fileRG[f], fileRG[f+1])
+	rgs     []rgInfo
+	cols    []column
+	columns []string // the projection as requested (sidecar key)
+	walk    bool     // built with Options.HeaderWalk (sidecar key)
+	stats   Stats
+}
+
+// NumFiles returns the number of indexed files.
+func (ix *Index) NumFiles() int { return len(ix.files) }
+
+// File returns file i's description.
+func (ix *Index) File(i int) FileInfo { return ix.files[i] }
+
+// NumColumns returns the number of projected columns.
+func (ix *Index) NumColumns() int { return len(ix.cols) }
+
+// Column returns projected column k.
+func (ix *Index) Column(k int) ColumnInfo { return ix.cols[k].info }
+
+// NumChunks returns the number of column chunks per projected column (the
+// number of row groups of all files).
+func (ix *Index) NumChunks() int { return len(ix.rgs) }
+
+// NumRows returns the total number of rows.
+func (ix *Index) NumRows() int64 { return ix.stats.Rows }
+
+// NumPages returns the number of data pages of projected column k.
+func (ix *Index) NumPages(k int) int {
+	c := &ix.cols[k]
+	return int(c.chunkPage[len(c.chunkPage)-1])
+}
+
+// Chunk describes chunk c of projected column k.
+func (ix *Index) Chunk(k, c int) ChunkInfo {
+	col := &ix.cols[k]
+	m := &col.chunks[c]
+	rg := &ix.rgs[c]
+	return ChunkInfo{
+		File:       int(rg.file),
+		RowGroup:   int(rg.rg),
+		Codec:      m.codec,
+		DictOffset: m.dictOff,
+		DictSize:   m.dictSize,
+		FirstPage:  int(col.chunkPage[c]),
+		NumPages:   int(col.chunkPage[c+1] - col.chunkPage[c]),
+		FirstRow:   rg.firstRow,
+		NumRows:    rg.numRows,
+		Source:     m.source,
+	}
+}
+
+// upper returns the largest i in [lo, hi) with a[i] <= v, given a sorted
+// and a[lo] <= v.
+func upper(a []int64, lo, hi int, v int64) int {
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] <= v {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// Locate returns the location of global page g of projected column k. It
+// panics, like a slice index, when k or g is out of range. It does not
+// allocate.
+func (ix *Index) Locate(k int, g int) Loc {
+	col := &ix.cols[k]
+	gg := int64(g)
+	if g < 0 || gg >= col.chunkPage[len(col.chunkPage)-1] {
+		panic("index: page number out of range")
+	}
+	f := upper(col.filePage, 0, len(ix.files), gg)
+	c := upper(col.chunkPage, int(ix.fileRG[f]), int(ix.fileRG[f+1]), gg)
+	rg := &ix.rgs[c]
+	l := Loc{
+		File:     f,
+		RowGroup: int(rg.rg),
+		Chunk:    c,
+		Offset:   col.chunks[c].base + int64(col.off[g]),
+		Size:     int32(col.size[g]),
+		FirstRow: -1,
+		NumRows:  -1,
+	}
+	if r := col.row[g]; r != rowUnknown {
+		l.FirstRow = rg.fileRowBase + int64(r)
+		end := rg.numRows
+		if gg+1 < col.chunkPage[c+1] {
+			end = int64(col.row[g+1])
+			if col.row[g+1] == rowUnknown {
+				end = -1
+			}
+		}
+		if end >= 0 {
+			l.NumRows = int32(end - int64(r))
+		}
+	}
+	return l
+}
+
+// ResidentBytes returns the memory the index holds, in bytes.
+func (ix *Index) ResidentBytes() int64 {
+	n := int64(len(ix.files))*(8*8) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
+	for i := range ix.cols {
+		c := &ix.cols[i]
+		n += int64(len(c.filePage)+len(c.chunkPage))*8 + int64(len(c.chunks))*32
+		n += int64(len(c.off)+len(c.size)+len(c.row)) * 4
+	}
+	for _, f := range ix.files {
+		n += int64(len(f.Path))
+	}
+	return n
+}
+
+// Stats reports counts and how the index was built.
+func (ix *Index) Stats() Stats { return ix.stats }

@@ -1,0 +1,419 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"hash/fnv"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// Sidecar format, little endian:
+//
+//	"PFIX" | version u32 | body | crc32c(everything before) u32
+//
+// body: the key (requested columns, header-walk flag, every file's path,
+// size, mtime and row counts) then the index's arrays. Strings are a
+// uvarint length and bytes. Any change to the layout bumps sidecarVersion.
+const (
+	sidecarMagic   = "PFIX"
+	sidecarVersion = 1
+	sidecarPrefix  = ".pagefeed-"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// SidecarPath is the default sidecar of a dataset: a hidden file next to its
+// first file, named after a hash of the file list and the projection, so
+// that different projections keep different sidecars.
+func SidecarPath(files []string, columns []string) string {
+	h := fnv.New64a()
+	for _, f := range files {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	h.Write([]byte{1})
+	for _, c := range columns {
+		h.Write([]byte(c))
+		h.Write([]byte{0})
+	}
+	dir := "."
+	if len(files) > 0 {
+		dir = filepath.Dir(files[0])
+	}
+	return filepath.Join(dir, fmt.Sprintf("%s%016x.idx", sidecarPrefix, h.Sum64()))
+}
+
+type enc struct{ b []byte }
+
+func (e *enc) u8(v uint8)   { e.b = append(e.b, v) }
+func (e *enc) u32(v uint32) { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
+func (e *enc) i64(v int64)  { e.b = binary.LittleEndian.AppendUint64(e.b, uint64(v)) }
+func (e *enc) uv(v uint64)  { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) str(s string) { e.uv(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *enc) u32s(a []uint32) {
+	for _, v := range a {
+		e.u32(v)
+	}
+}
+
+// encodeSidecar serialises ix.
+func encodeSidecar(ix *Index) []byte {
+	var np int64
+	for k := range ix.cols {
+		np += int64(len(ix.cols[k].off))
+	}
+	e := enc{b: make([]byte, 0, 256+np*12+int64(len(ix.rgs))*int64(8+len(ix.cols)*24)+int64(len(ix.files))*64)}
+	e.b = append(e.b, sidecarMagic...)
+	e.u32(sidecarVersion)
+	e.uv(uint64(len(ix.columns)))
+	for _, c := range ix.columns {
+		e.str(c)
+	}
+	if ix.walk {
+		e.u8(1)
+	} else {
+		e.u8(0)
+	}
+	e.uv(uint64(len(ix.files)))
+	for _, f := range ix.files {
+		e.str(f.Path)
+		e.i64(f.Size)
+		e.i64(f.ModTime.UnixNano())
+		e.uv(uint64(f.NumRowGroups))
+	}
+	e.uv(uint64(len(ix.rgs)))
+	for _, rg := range ix.rgs {
+		e.i64(rg.numRows)
+	}
+	e.uv(uint64(len(ix.cols)))
+	for k := range ix.cols {
+		col := &ix.cols[k]
+		e.str(col.info.Path)
+		for c, m := range col.chunks {
+			e.i64(m.base)
+			e.i64(m.dictOff)
+			e.u32(uint32(m.dictSize))
+			e.u8(uint8(m.codec))
+			e.u8(uint8(m.source))
+			e.u32(uint32(col.chunkPage[c+1] - col.chunkPage[c]))
+		}
+		e.u32s(col.off)
+		e.u32s(col.size)
+		e.u32s(col.row)
+	}
+	e.u32(crc32.Checksum(e.b, castagnoli))
+	return e.b
+}
+
+func writeSidecar(path string, ix *Index) error {
+	b := encodeSidecar(ix)
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) need(n uint64) bool {
+	if d.err != nil {
+		return false
+	}
+	if n > uint64(len(d.b)) {
+		d.err = errors.New("truncated")
+		return false
+	}
+	return true
+}
+
+func (d *dec) u8() uint8 {
+	if !d.need(1) {
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *dec) u32() uint32 {
+	if !d.need(4) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *dec) i64() int64 {
+	if !d.need(8) {
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return int64(v)
+}
+
+func (d *dec) uv() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = errors.New("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// count reads a count of items of at least min bytes each, checked against
+// what is left so that a bad count cannot allocate without bound.
+func (d *dec) count(minBytes uint64) int {
+	n := d.uv()
+	if d.err == nil && n > uint64(len(d.b))/max(minBytes, 1) {
+		d.err = fmt.Errorf("count %d exceeds the data", n)
+		return 0
+	}
+	return int(n)
+}
+
+func (d *dec) str() string {
+	n := d.uv()
+	if !d.need(n) {
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *dec) u32s(n int64) []uint32 {
+	if !d.need(uint64(n) * 4) {
+		return nil
+	}
+	a := make([]uint32, n)
+	for i := range a {
+		a[i] = binary.LittleEndian.Uint32(d.b[4*i:])
+	}
+	d.b = d.b[4*n:]
+	return a
+}
+
+// decodeSidecar parses and checks a sidecar. The result has every array
+// and prefix sum of an Index, and FileInfos with path, size, mtime and
+// counts; column descriptors are left for the caller. It never panics:
+// every count is checked against the bytes left, and every page against its
+// file's size and its row group's rows.
+func decodeSidecar(b []byte) (*Index, error) {
+	if len(b) < 12 || string(b[:4]) != sidecarMagic {
+		return nil, fmt.Errorf("%w: no sidecar magic", ErrSidecar)
+	}
+	if v := binary.LittleEndian.Uint32(b[4:]); v != sidecarVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrSidecar, v, sidecarVersion)
+	}
+	body := b[:len(b)-4]
+	if want, got := binary.LittleEndian.Uint32(b[len(b)-4:]), crc32.Checksum(body, castagnoli); want != got {
+		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrSidecar, got, want)
+	}
+	d := dec{b: body[8:]}
+	ix := &Index{}
+	for n := d.count(1); n > 0; n-- {
+		ix.columns = append(ix.columns, d.str())
+	}
+	ix.walk = d.u8() == 1
+	nf := d.count(18)
+	ix.files = make([]FileInfo, nf)
+	ix.fileRG = make([]int32, nf+1)
+	for i := range ix.files {
+		f := &ix.files[i]
+		f.Path = d.str()
+		f.Size = d.i64()
+		f.ModTime = time.Unix(0, d.i64())
+		nrg := d.uv()
+		if nrg > math.MaxInt32-uint64(ix.fileRG[i]) {
+			return nil, fmt.Errorf("%w: row group count", ErrSidecar)
+		}
+		f.NumRowGroups = int(nrg)
+		ix.fileRG[i+1] = ix.fileRG[i] + int32(nrg)
+	}
+	nrg := d.count(8)
+	if d.err == nil && nrg != int(ix.fileRG[nf]) {
+		return nil, fmt.Errorf("%w: %d row groups, files say %d", ErrSidecar, nrg, ix.fileRG[nf])
+	}
+	ix.rgs = make([]rgInfo, nrg)
+	var rows int64
+	for f := 0; f < nf && d.err == nil; f++ {
+		ix.files[f].FirstRow = rows
+		ix.files[f].FirstChunk = int(ix.fileRG[f])
+		var inFile int64
+		for c := ix.fileRG[f]; c < ix.fileRG[f+1]; c++ {
+			n := d.i64()
+			if n < 0 || n > math.MaxInt64/4-rows {
+				return nil, fmt.Errorf("%w: row count %d", ErrSidecar, n)
+			}
+			ix.rgs[c] = rgInfo{file: int32(f), rg: c - ix.fileRG[f], firstRow: rows, numRows: n, fileRowBase: inFile}
+			rows += n
+			inFile += n
+		}
+		ix.files[f].NumRows = inFile
+	}
+	ncols := d.count(1)
+	ix.cols = make([]column, ncols)
+	for k := range ix.cols {
+		col := &ix.cols[k]
+		col.info.Path = d.str()
+		col.chunks = make([]chunkMeta, nrg)
+		col.chunkPage = make([]int64, nrg+1)
+		col.filePage = make([]int64, nf+1)
+		for c := range col.chunks {
+			m := &col.chunks[c]
+			m.base = d.i64()
+			m.dictOff = d.i64()
+			m.dictSize = int32(d.u32())
+			m.codec = compress.Compression(d.u8())
+			m.source = Source(d.u8())
+			np := int64(d.u32())
+			if d.err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
+			}
+			if np*12 > int64(len(d.b)) {
+				return nil, fmt.Errorf("%w: page count %d exceeds the data", ErrSidecar, np)
+			}
+			col.chunkPage[c+1] = col.chunkPage[c] + np
+		}
+		for f := 0; f < nf; f++ {
+			col.filePage[f+1] = col.chunkPage[ix.fileRG[f+1]]
+		}
+		np := col.chunkPage[nrg]
+		col.off = d.u32s(np)
+		col.size = d.u32s(np)
+		col.row = d.u32s(np)
+		if d.err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
+		}
+		for c := range col.chunks {
+			m := &col.chunks[c]
+			size := ix.files[ix.rgs[c].file].Size
+			if m.base < 0 || m.base > size || m.dictSize < 0 || m.dictOff < 0 || m.dictOff+int64(m.dictSize) > size || m.source > FromHeaderWalk {
+				return nil, fmt.Errorf("%w: chunk %d of column %d out of its file", ErrSidecar, c, k)
+			}
+			for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
+				if m.base+int64(col.off[g])+int64(col.size[g]) > size || col.size[g] > math.MaxInt32 {
+					return nil, fmt.Errorf("%w: page %d of column %d out of its file", ErrSidecar, g, k)
+				}
+				if r := col.row[g]; r != rowUnknown && (int64(r) > ix.rgs[c].numRows || g > col.chunkPage[c] && col.row[g-1] != rowUnknown && r < col.row[g-1]) {
+					return nil, fmt.Errorf("%w: page %d of column %d has bad first row %d", ErrSidecar, g, k, r)
+				}
+			}
+		}
+		ix.stats.Pages += np
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrSidecar, len(d.b))
+	}
+	for k := range ix.cols {
+		for c := range ix.cols[k].chunks {
+			if ix.cols[k].chunks[c].source == FromHeaderWalk {
+				ix.stats.HeaderWalk++
+			} else {
+				ix.stats.OffsetIndex++
+			}
+		}
+	}
+	ix.stats.Files = nf
+	ix.stats.RowGroups = nrg
+	ix.stats.ColumnChunks = nrg * ncols
+	ix.stats.Rows = rows
+	return ix, nil
+}
+
+// loadSidecar returns the index stored at path if it matches files and
+// opts. status is "written" when there is no sidecar and "rebuilt" when
+// there is one that cannot be used (err says why).
+func loadSidecar(ctx context.Context, path string, files []FileInfo, opts Options) (ix *Index, status string, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "written", err
+	}
+	if err != nil {
+		return nil, "rebuilt", err
+	}
+	ix, err = decodeSidecar(b)
+	if err != nil {
+		return nil, "rebuilt", err
+	}
+	if !equalStrings(ix.columns, opts.Columns) || ix.walk != opts.HeaderWalk {
+		return nil, "rebuilt", fmt.Errorf("%w: written for another projection", ErrSidecar)
+	}
+	if len(ix.files) != len(files) {
+		return nil, "rebuilt", fmt.Errorf("%w: written for %d files, now %d", ErrSidecar, len(ix.files), len(files))
+	}
+	for i, f := range files {
+		s := &ix.files[i]
+		if s.Path != f.Path || s.Size != f.Size || !s.ModTime.Equal(f.ModTime) {
+			return nil, "rebuilt", fmt.Errorf("%w: %s changed since it was indexed (size %d→%d, mtime %s→%s)", ErrSidecar, f.Path, s.Size, f.Size, s.ModTime.Format(time.RFC3339Nano), f.ModTime.Format(time.RFC3339Nano))
+		}
+		s.ModTime = f.ModTime // keep the location of the live stat
+	}
+	// Column descriptors come from the first file's footer.
+	b0 := &builder{opts: opts, files: []FileInfo{files[0]}}
+	if err := b0.readFooters(ctx); err != nil {
+		return nil, "rebuilt", err
+	}
+	m := &b0.metas[0]
+	if !equalStrings(m.paths, colPaths(ix)) {
+		return nil, "rebuilt", fmt.Errorf("%w: projection resolves to other columns", ErrSidecar)
+	}
+	for k := range ix.cols {
+		ix.cols[k].info.Descr = m.schema.Column(m.leaves[k])
+		ix.cols[k].info.Leaf = m.leaves[k]
+	}
+	ix.stats.ResidentBytes = ix.ResidentBytes()
+	return ix, "hit", nil
+}
+
+func colPaths(ix *Index) []string {
+	out := make([]string, len(ix.cols))
+	for k := range ix.cols {
+		out[k] = ix.cols[k].info.Path
+	}
+	return out
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
