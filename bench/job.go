@@ -1,0 +1,439 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Option is one fio option as written: key=value, or a bare key (a boolean
+// set to true).
+type Option struct {
+	Key   string
+	Value string
+	Bare  bool
+}
+
+func (o Option) String() string {
+	if o.Bare {
+		return o.Key
+	}
+	return o.Key + "=" + o.Value
+}
+
+// JobSpec is one job as written: the global options in force where it was
+// defined and its own options, in order. Later options override earlier ones.
+type JobSpec struct {
+	Name    string
+	Global  []Option // command-line options before any --name, then [global] sections
+	Options []Option // the job's own options
+}
+
+// Spec is a parsed command line or job file: the jobs in order. Jobs run
+// one after another, each as its own reporting group, as if every job
+// section had fio's stonewall; the numjobs clones of one job run together.
+type Spec struct {
+	Jobs         []JobSpec
+	OutputFormat string // "normal" (default) or "json"
+}
+
+// RW is the access pattern.
+type RW int
+
+const (
+	Read     RW = iota // sequential, wrapping around at size
+	RandRead           // uniform over bs-aligned offsets in [0, size-bs]
+)
+
+func (rw RW) String() string {
+	if rw == RandRead {
+		return "randread"
+	}
+	return "read"
+}
+
+// Engine names accepted by ioengine=.
+const (
+	EngineIOUring = "io_uring"
+	EnginePsync   = "psync"
+	EngineMmap    = "mmap"
+)
+
+// Job is one resolved job: every option validated, defaults filled as fio
+// fills them (rw=read, bs=4k, iodepth=1, ioengine=psync, numjobs=1).
+type Job struct {
+	Name           string
+	Filename       string
+	Size           int64 // bytes of the file to use; 0: the file's size
+	RW             RW
+	BS             int
+	IODepth        int // 1..4096; psync and mmap always run one at a time
+	BatchSubmit    int // iodepth_batch_submit; 0: engine default
+	Direct         bool
+	IOEngine       string // EngineIOUring, EnginePsync or EngineMmap
+	NumJobs        int
+	Runtime        time.Duration // 0: until Size bytes are read (time_based needs it)
+	TimeBased      bool
+	RampTime       time.Duration // run before measuring; not in the stats
+	FixedBufs      bool
+	RegisterFiles  bool
+	GroupReporting bool
+	Seed           uint64
+
+	Global  []Option // as written, for the report's "global options"
+	Options []Option // as written, for the report's "job options"
+}
+
+// MaxIODepth is the deepest queue a job may ask for.
+const MaxIODepth = 4096
+
+// maxBS bounds bs so one slot per in-flight read stays reasonable.
+const maxBS = 256 << 20
+
+// DefaultJob returns fio's defaults.
+func DefaultJob() Job {
+	return Job{RW: Read, BS: 4096, IODepth: 1, IOEngine: EnginePsync, NumJobs: 1, Seed: 0x5eed}
+}
+
+// Resolve applies the spec's options over DefaultJob and validates them.
+func (js JobSpec) Resolve() (Job, error) {
+	j := DefaultJob()
+	j.Name = js.Name
+	j.Global, j.Options = js.Global, js.Options
+	for _, set := range [][]Option{js.Global, js.Options} {
+		for _, o := range set {
+			if err := j.Set(o); err != nil {
+				return Job{}, err
+			}
+		}
+	}
+	if err := j.validate(); err != nil {
+		return Job{}, err
+	}
+	return j, nil
+}
+
+func (j *Job) validate() error {
+	if j.Name == "" {
+		j.Name = "pagebench"
+	}
+	if j.Filename == "" {
+		return fmt.Errorf("%w: job %s: no --filename", ErrBadOption, j.Name)
+	}
+	if j.TimeBased && j.Runtime <= 0 {
+		return fmt.Errorf("%w: job %s: time_based needs a runtime", ErrBadOption, j.Name)
+	}
+	if j.BatchSubmit > j.IODepth {
+		j.BatchSubmit = j.IODepth // as fio does
+	}
+	return nil
+}
+
+// Set applies one option to j. Unknown keys and bad values are errors that
+// name the key and the value.
+func (j *Job) Set(o Option) error {
+	key, v := strings.TrimSpace(o.Key), strings.TrimSpace(o.Value)
+	needValue := func() error {
+		if o.Bare {
+			return fmt.Errorf("%w: %s needs a value", ErrBadOption, key)
+		}
+		return nil
+	}
+	intIn := func(lo, hi int64) (int64, error) {
+		if err := needValue(); err != nil {
+			return 0, err
+		}
+		n, err := ParseSize(v)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %s=%q is not a number", ErrBadOption, key, v)
+		}
+		if n < lo || n > hi {
+			return 0, fmt.Errorf("%w: %s=%s out of range [%d, %d]", ErrBadOption, key, v, lo, hi)
+		}
+		return n, nil
+	}
+	var err error
+	var n int64
+	switch key {
+	case "name":
+		if err = needValue(); err == nil {
+			j.Name = v
+		}
+	case "filename":
+		if err = needValue(); err == nil {
+			if v == "" {
+				err = fmt.Errorf("%w: empty filename", ErrBadOption)
+			}
+			j.Filename = v
+		}
+	case "size":
+		if n, err = intIn(1, 1<<62); err == nil {
+			j.Size = n
+		} else if !o.Bare {
+			err = fmt.Errorf("%w: size=%q: want bytes or 4k, 1m, 2g", ErrBadOption, v)
+		}
+	case "rw", "readwrite":
+		if err = needValue(); err == nil {
+			switch v {
+			case "read":
+				j.RW = Read
+			case "randread":
+				j.RW = RandRead
+			default:
+				err = fmt.Errorf("%w: rw=%s: only read and randread are supported", ErrBadOption, v)
+			}
+		}
+	case "bs", "blocksize":
+		if n, err = intIn(1, maxBS); err == nil {
+			j.BS = int(n)
+		}
+	case "iodepth":
+		if n, err = intIn(1, MaxIODepth); err == nil {
+			j.IODepth = int(n)
+		}
+	case "iodepth_batch_submit", "iodepth_batch":
+		if n, err = intIn(0, MaxIODepth); err == nil {
+			j.BatchSubmit = int(n)
+		}
+	case "direct":
+		j.Direct, err = parseBool(key, v, o.Bare)
+	case "ioengine":
+		if err = needValue(); err == nil {
+			switch v {
+			case EngineIOUring, EnginePsync, EngineMmap:
+				j.IOEngine = v
+			default:
+				err = fmt.Errorf("%w: unknown ioengine %q (want io_uring, psync or mmap)", ErrEngine, v)
+			}
+		}
+	case "numjobs":
+		if n, err = intIn(1, 256); err == nil {
+			j.NumJobs = int(n)
+		}
+	case "runtime", "timeout":
+		if err = needValue(); err == nil {
+			j.Runtime, err = ParseTime(v)
+		}
+	case "ramp_time":
+		if err = needValue(); err == nil {
+			j.RampTime, err = ParseTime(v)
+		}
+	case "time_based":
+		j.TimeBased, err = parseBool(key, v, o.Bare)
+	case "fixedbufs":
+		j.FixedBufs, err = parseBool(key, v, o.Bare)
+	case "registerfiles":
+		j.RegisterFiles, err = parseBool(key, v, o.Bare)
+	case "group_reporting":
+		j.GroupReporting, err = parseBool(key, v, o.Bare)
+	case "seed", "randseed":
+		if err = needValue(); err == nil {
+			j.Seed, err = strconv.ParseUint(v, 0, 64)
+			if err != nil {
+				err = fmt.Errorf("%w: seed=%q is not an unsigned integer", ErrBadOption, v)
+			}
+		}
+	case "stonewall", "wait_for_previous", "thread":
+		// Jobs always run one after another, in their own goroutines.
+		_, err = parseBool(key, v, o.Bare)
+	default:
+		err = fmt.Errorf("%w: unknown option %q", ErrBadOption, key)
+	}
+	return err
+}
+
+// commandOptions are the options only the command line takes.
+var commandOptions = map[string]bool{"output-format": true}
+
+// ParseArgs parses a fio-style command line: "--key=value", "--key value"
+// or a bare "--key" for booleans. Options before the first --name are
+// global; each --name starts a job. Other arguments are job files, read
+// with ParseJobFile; command-line globals apply to their jobs first.
+// With neither --name nor a job file, the global options form one job.
+func ParseArgs(args []string) (*Spec, error) {
+	spec := &Spec{OutputFormat: "normal"}
+	var global []Option
+	var cur *JobSpec
+	var files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			files = append(files, a)
+			continue
+		}
+		key := strings.TrimLeft(a, "-")
+		o := Option{Key: key, Bare: true}
+		if k, v, ok := strings.Cut(key, "="); ok {
+			o = Option{Key: k, Value: v}
+		} else if takesValue(key) {
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("%w: --%s needs a value", ErrBadOption, key)
+			}
+			i++
+			o = Option{Key: key, Value: args[i]}
+		}
+		if o.Key == "" {
+			return nil, fmt.Errorf("%w: empty option %q", ErrBadOption, a)
+		}
+		switch {
+		case o.Key == "output-format":
+			switch o.Value {
+			case "normal", "json":
+				spec.OutputFormat = o.Value
+			default:
+				return nil, fmt.Errorf("%w: --output-format=%s (want normal or json)", ErrBadOption, o.Value)
+			}
+			continue
+		case o.Key == "name":
+			if o.Bare || o.Value == "" {
+				return nil, fmt.Errorf("%w: --name needs a value", ErrBadOption)
+			}
+			spec.Jobs = append(spec.Jobs, JobSpec{Name: o.Value, Global: global})
+			cur = &spec.Jobs[len(spec.Jobs)-1]
+			continue
+		}
+		// Validate the key now, so a typo is reported even in a global option.
+		var probe Job
+		if err := probe.Set(o); err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			global = append(global, o)
+		} else {
+			cur.Options = append(cur.Options, o)
+		}
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrJobFile, err)
+		}
+		fs, err := ParseJobFile(name, bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		for _, js := range fs.Jobs {
+			js.Global = append(append([]Option(nil), global...), js.Global...)
+			spec.Jobs = append(spec.Jobs, js)
+		}
+	}
+	if len(spec.Jobs) == 0 {
+		if len(global) == 0 {
+			return nil, fmt.Errorf("%w: no job: give --name and --filename, or a job file", ErrBadOption)
+		}
+		spec.Jobs = append(spec.Jobs, JobSpec{Global: global})
+	}
+	return spec, nil
+}
+
+// takesValue reports whether a bare "--key" consumes the next argument.
+// Booleans never do, as in fio.
+func takesValue(key string) bool {
+	switch key {
+	case "direct", "time_based", "fixedbufs", "registerfiles", "group_reporting",
+		"stonewall", "wait_for_previous", "thread":
+		return false
+	}
+	return true
+}
+
+// maxJobFile bounds a job file; anything larger is not a hand-written job.
+const maxJobFile = 1 << 20
+
+// ParseJobFile parses a fio job file, an INI subset: [global] and [jobname]
+// sections, "key=value" or a bare key (a boolean), and comments starting
+// with ';' or '#' (whole lines, or after whitespace). A [global] section
+// applies to the jobs that follow it. name names the file in errors.
+func ParseJobFile(name string, r io.Reader) (*Spec, error) {
+	spec := &Spec{OutputFormat: "normal"}
+	var global []Option
+	var cur *JobSpec
+	inGlobal := false
+	sc := bufio.NewScanner(io.LimitReader(r, maxJobFile+1))
+	sc.Buffer(make([]byte, 0, 4096), maxJobFile+1)
+	line, total := 0, 0
+	for sc.Scan() {
+		line++
+		raw := sc.Text()
+		total += len(raw) + 1
+		if total > maxJobFile {
+			return nil, fmt.Errorf("%w: %s: larger than %d bytes", ErrJobFile, name, maxJobFile)
+		}
+		s := strings.TrimSpace(stripComment(raw))
+		if s == "" {
+			continue
+		}
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("%w: %s:%d: %s", ErrJobFile, name, line, fmt.Sprintf(format, args...))
+		}
+		if s[0] == '[' {
+			if s[len(s)-1] != ']' {
+				return nil, bad("unterminated section %q", s)
+			}
+			sec := strings.TrimSpace(s[1 : len(s)-1])
+			if sec == "" || strings.ContainsAny(sec, "[]") {
+				return nil, bad("bad section name %q", s)
+			}
+			if sec == "global" {
+				inGlobal, cur = true, nil
+				continue
+			}
+			inGlobal = false
+			spec.Jobs = append(spec.Jobs, JobSpec{Name: sec, Global: append([]Option(nil), global...)})
+			cur = &spec.Jobs[len(spec.Jobs)-1]
+			continue
+		}
+		o := Option{Key: s, Bare: true}
+		if k, v, ok := strings.Cut(s, "="); ok {
+			o = Option{Key: strings.TrimSpace(k), Value: strings.TrimSpace(v)}
+		}
+		if o.Key == "" {
+			return nil, bad("option without a key")
+		}
+		if o.Key == "name" || commandOptions[o.Key] {
+			return nil, bad("%s is not allowed in a job file", o.Key)
+		}
+		var probe Job
+		if err := probe.Set(o); err != nil {
+			return nil, bad("%v", err)
+		}
+		switch {
+		case inGlobal:
+			global = append(global, o)
+		case cur != nil:
+			cur.Options = append(cur.Options, o)
+		default:
+			return nil, bad("option %q outside a section", o.Key)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if err == bufio.ErrTooLong {
+			return nil, fmt.Errorf("%w: %s:%d: line too long", ErrJobFile, name, line+1)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrJobFile, name, err)
+	}
+	if len(spec.Jobs) == 0 {
+		return nil, fmt.Errorf("%w: %s: no job section", ErrJobFile, name)
+	}
+	return spec, nil
+}
+
+// stripComment drops a ';' or '#' comment: the whole line when it starts
+// with one, else from the first one preceded by whitespace.
+func stripComment(s string) string {
+	t := strings.TrimLeft(s, " \t")
+	if t != "" && (t[0] == ';' || t[0] == '#') {
+		return ""
+	}
+	for i := 1; i < len(s); i++ {
+		if (s[i] == ';' || s[i] == '#') && (s[i-1] == ' ' || s[i-1] == '\t') {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,406 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pagefeed/pagefeed/engine"
+	"golang.org/x/sys/unix"
+)
+
+// worker is one job clone: it picks offsets, issues reads through its
+// engine and records what it measures. All fields but the atomics belong
+// to the goroutine that runs the engine (the psync/mmap loop, or the
+// io_uring engine's worker that calls handle).
+type worker struct {
+	job    *Job
+	clone  int
+	size   int64
+	base   time.Time
+	onRead func(clone int, off int64, p []byte)
+	stderr io.Writer
+
+	measureNs int64 // ns after base from which reads count (end of ramp_time)
+	endNs     int64 // ns after base at which to stop; 0: no time limit
+	limit     int64 // bytes to read after measureNs; 0: no limit
+	nblocks   uint64
+	seq       uint64 // next sequential block
+	issued    int64  // measured bytes issued
+	rnd       rng
+
+	res      *JobResult
+	err      error
+	lastNs   int64
+	stopping bool
+	done     chan struct{}
+
+	bytes    atomic.Int64 // measured bytes, read by the sampler
+	ios      atomic.Int64
+	finished atomic.Bool
+	stop     atomic.Bool // set on cancellation
+
+	// io_uring
+	file *engine.File
+}
+
+func newWorker(job *Job, gid, clone int, size int64, base time.Time, cfg *RawConfig) *worker {
+	w := &worker{
+		job: job, clone: clone, size: size, base: base, onRead: cfg.onRead, stderr: cfg.Stderr,
+		measureNs: int64(job.RampTime),
+		nblocks:   uint64(size / int64(job.BS)),
+		rnd:       rng{s: job.Seed + uint64(clone)*0x9e3779b97f4a7c15},
+		res:       newJobResult(job.Name, gid),
+		done:      make(chan struct{}),
+	}
+	if job.Runtime > 0 {
+		w.endNs = int64(job.RampTime + job.Runtime)
+	}
+	if !job.TimeBased {
+		w.limit = int64(w.nblocks) * int64(job.BS)
+	}
+	if job.RW == Read && clone > 0 {
+		// Clones of a sequential job start spread over the file, as
+		// separate fio jobs on one file would overlap otherwise anyway.
+		w.seq = uint64(clone) * w.nblocks / uint64(job.NumJobs)
+	}
+	w.res.Direct = job.Direct
+	w.res.IODepth = job.IODepth
+	w.res.BatchSz = job.BatchSubmit
+	return w
+}
+
+// noticeMu serializes notices from engine goroutines.
+var noticeMu sync.Mutex
+
+// notice is the engine's Logf: one line on stderr, naming the job.
+func (w *worker) notice(format string, args ...any) {
+	noticeMu.Lock()
+	defer noticeMu.Unlock()
+	fmt.Fprintf(w.stderr, "pagebench: %s: %s\n", w.job.Name, fmt.Sprintf(format, args...))
+}
+
+func (w *worker) now() int64 { return int64(time.Since(w.base)) }
+
+// next returns the offset of the next read, or false when the job is done.
+func (w *worker) next(now int64) (int64, bool) {
+	if w.stopping || w.stop.Load() || w.endNs > 0 && now >= w.endNs {
+		return 0, false
+	}
+	if now >= w.measureNs {
+		if w.limit > 0 && w.issued >= w.limit {
+			return 0, false
+		}
+		w.issued += int64(w.job.BS)
+	}
+	var blk uint64
+	if w.job.RW == RandRead {
+		blk = w.rnd.below(w.nblocks)
+	} else {
+		blk = w.seq
+		if w.seq++; w.seq >= w.nblocks {
+			w.seq = 0
+		}
+	}
+	return int64(blk) * int64(w.job.BS), true
+}
+
+// complete records one read that finished at now. It reports whether the
+// job should stop issuing.
+func (w *worker) complete(now int64, off int64, p []byte, clat, slat, lat int64) bool {
+	if now < w.measureNs {
+		return w.stop.Load()
+	}
+	if w.onRead != nil {
+		w.onRead(w.clone, off, p)
+	}
+	r := w.res
+	r.IOs++
+	r.IOBytes += int64(len(p))
+	if len(p) < w.job.BS {
+		r.ShortIOs++
+	}
+	r.Clat.Record(clat)
+	if slat >= 0 {
+		r.Slat.Record(slat)
+	}
+	r.Lat.Record(lat)
+	r.buckets.add(lat)
+	w.bytes.Store(r.IOBytes)
+	w.ios.Store(r.IOs)
+	w.lastNs = now
+	return w.stop.Load() || w.endNs > 0 && now >= w.endNs || w.limit > 0 && r.IOBytes >= w.limit
+}
+
+// finish marks the worker done at its last counted completion.
+func (w *worker) finish() {
+	if w.stopping {
+		return
+	}
+	w.stopping = true
+	w.finished.Store(true)
+	w.res.Runtime = time.Duration(max(w.lastNs-w.measureNs, 0))
+	close(w.done)
+}
+
+func (w *worker) fail(op string, off int64, err error) {
+	if w.err == nil {
+		w.err = &Error{Op: op, Path: w.job.Filename, Off: off, Err: err}
+	}
+}
+
+// run runs the job on its engine until it is done.
+func (w *worker) run() {
+	switch w.job.IOEngine {
+	case EngineIOUring:
+		w.runUring()
+	case EngineMmap:
+		w.runMmap()
+	default:
+		w.runPsync()
+	}
+	w.finish()
+}
+
+// alignedBuf maps an anonymous, page-aligned buffer: O_DIRECT-safe memory.
+func alignedBuf(n int) ([]byte, error) {
+	pg := unix.Getpagesize()
+	b, err := unix.Mmap(-1, 0, (n+pg-1)/pg*pg, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, err
+	}
+	return b[:n], nil
+}
+
+// runPsync is fio's psync: one pread at a time on a locked OS thread.
+func (w *worker) runPsync() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
+	if w.job.Direct {
+		flags |= unix.O_DIRECT
+	}
+	fd, err := unix.Open(w.job.Filename, flags, 0)
+	if err != nil {
+		if w.job.Direct && errors.Is(err, unix.EINVAL) {
+			err = fmt.Errorf("%w: O_DIRECT refused by the file system; use --direct=0", ErrAlignment)
+		}
+		w.fail("open", -1, err)
+		return
+	}
+	defer unix.Close(fd)
+	buf, err := alignedBuf(w.job.BS)
+	if err != nil {
+		w.fail("mmap", -1, err)
+		return
+	}
+	defer unix.Munmap(buf[:cap(buf)])
+	for {
+		t0 := w.now()
+		off, ok := w.next(t0)
+		if !ok {
+			return
+		}
+		n, err := preadFull(fd, buf, off)
+		t1 := w.now()
+		if err != nil {
+			if w.job.Direct && errors.Is(err, unix.EINVAL) {
+				err = fmt.Errorf("%w: %v", ErrAlignment, err)
+			}
+			w.fail("read", off, err)
+			return
+		}
+		if n == 0 {
+			w.fail("read", off, errors.New("unexpected end of file (did it shrink?)"))
+			return
+		}
+		if w.complete(t1, off, buf[:n], t1-t0, -1, t1-t0) {
+			return
+		}
+	}
+}
+
+// preadFull reads len(p) bytes at off, retrying EINTR and short reads; it
+// returns fewer only at end of file.
+func preadFull(fd int, p []byte, off int64) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Pread(fd, p[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// runMmap maps the file and copies bs bytes from each offset, touching
+// every page, like fio's mmap engine.
+func (w *worker) runMmap() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	fd, err := unix.Open(w.job.Filename, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		w.fail("open", -1, err)
+		return
+	}
+	defer unix.Close(fd)
+	m, err := unix.Mmap(fd, 0, int(w.size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		w.fail("mmap", -1, err)
+		return
+	}
+	defer unix.Munmap(m)
+	buf := make([]byte, w.job.BS)
+	for {
+		t0 := w.now()
+		off, ok := w.next(t0)
+		if !ok {
+			return
+		}
+		n := copy(buf, m[off:off+int64(w.job.BS)])
+		t1 := w.now()
+		if w.complete(t1, off, buf[:n], t1-t0, -1, t1-t0) {
+			return
+		}
+	}
+}
+
+func tristate(on bool) engine.Tristate {
+	if on {
+		return engine.On
+	}
+	return engine.Off
+}
+
+// drainTimeout bounds the wait for reads still in flight after the end.
+const drainTimeout = 30 * time.Second
+
+// runUring runs a closed loop on one io_uring engine: iodepth reads in
+// flight; each completion's handler records it and resubmits the next read
+// on the same slot.
+func (w *worker) runUring() {
+	fixed := engine.Off
+	if w.job.FixedBufs {
+		fixed = engine.TryOn
+	}
+	eng, err := engine.New(engine.Options{
+		Kind:          engine.IOUring,
+		Workers:       1,
+		QueueDepth:    w.job.IODepth,
+		SlotSize:      w.job.BS,
+		BatchSubmit:   w.job.BatchSubmit,
+		Direct:        tristate(w.job.Direct),
+		FixedBuffers:  fixed,
+		RegisterFiles: w.job.RegisterFiles,
+		Timestamps:    true,
+		Logf:          w.notice,
+	})
+	if err != nil {
+		w.fail("setup", -1, fmt.Errorf("%w: io_uring: %v", ErrEngine, err))
+		return
+	}
+	defer func() {
+		if err := eng.Close(); err != nil {
+			w.fail("close", -1, err)
+		}
+	}()
+	info := eng.Info()
+	w.res.EngineInfo = "io_uring"
+	if info.SetupFlags != "" {
+		w.res.EngineInfo += " " + info.SetupFlags
+	}
+	if info.FixedBuffers {
+		w.res.EngineInfo += " fixedbufs"
+	}
+	if info.RegisterFiles {
+		w.res.EngineInfo += " registerfiles"
+	}
+	f, err := eng.Open(w.job.Filename)
+	if err != nil {
+		w.fail("open", -1, err)
+		return
+	}
+	w.file = f
+	defer eng.CloseFile(f)
+	if w.job.Direct && !f.Direct() {
+		w.fail("open", -1, fmt.Errorf("%w: O_DIRECT refused by the file system; use --direct=0", ErrAlignment))
+		return
+	}
+	q := eng.NewQueue(engine.QueueOptions{Handler: w.handle})
+	reqs := make([]engine.Request, 0, w.job.IODepth)
+	for range w.job.IODepth {
+		now := w.now()
+		off, ok := w.next(now)
+		if !ok {
+			break
+		}
+		reqs = append(reqs, engine.Request{File: f, Off: off, Len: w.job.BS, Tag: uint64(now), Worker: -1})
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	// Handlers may run before Submit returns; done is closed by finish,
+	// which after this point only the handler calls.
+	if err := q.Submit(context.Background(), reqs); err != nil {
+		w.fail("submit", -1, err)
+	}
+	<-w.done
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if err := q.Drain(ctx); err != nil {
+		w.fail("drain", -1, err)
+	}
+}
+
+// handle is the queue's completion handler, on the engine worker's
+// goroutine: record, then resubmit the slot for the next read.
+func (w *worker) handle(c *engine.Completion) {
+	now := w.now()
+	if w.stopping {
+		c.Release()
+		return
+	}
+	if c.Err != nil {
+		w.fail("read", c.Off, c.Err)
+		w.lastNs = now
+		w.finish()
+		c.Release()
+		return
+	}
+	lat := now - int64(c.Tag)
+	clat := lat
+	if c.DoneNs > 0 && c.SubmitNs > 0 && c.DoneNs >= c.SubmitNs {
+		clat = c.DoneNs - c.SubmitNs
+	}
+	slat := max(lat-clat, 0)
+	if w.complete(now, c.Off, c.Data, clat, slat, lat) {
+		w.finish()
+		c.Release()
+		return
+	}
+	t := w.now()
+	off, ok := w.next(t)
+	if !ok {
+		w.lastNs = max(w.lastNs, now)
+		w.finish()
+		c.Release()
+		return
+	}
+	if err := c.Resubmit(engine.Request{File: w.file, Off: off, Len: w.job.BS, Tag: uint64(t), Worker: -1}); err != nil {
+		w.fail("resubmit", off, err)
+		w.finish()
+		c.Release()
+	}
+}

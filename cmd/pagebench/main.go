@@ -1,0 +1,94 @@
+// Command pagebench is a fio-compatible read benchmark over pagefeed's
+// engines. It takes fio's flag names and job files and prints fio's text or
+// JSON (--output-format=json), so fio tooling reads its results:
+//
+//	pagebench --name=rr --filename=/data/f --size=2g --rw=randread --bs=4k \
+//	    --ioengine=io_uring --iodepth=64 --direct=1 --runtime=5 --time_based
+//	pagebench --output-format=json job.fio
+//	pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size 2g]
+//
+// Raw mode lives in package bench; this command only binds arguments to its
+// Config structs. Errors are one line on stderr and exit status 1.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pagefeed/pagefeed/bench"
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: pagebench [fio options] [job.fio ...]
+       pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size SIZE] [--fio PATH]
+fio options: --name --filename --size --rw=randread|read --bs --iodepth
+  --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
+  --runtime --time_based --ramp_time --fixedbufs --registerfiles
+  --group_reporting --output-format=normal|json --seed
+Job files: [global] and [job] sections of key=value; jobs run one after another.
+`
+
+// runMain is main without os.Exit, for tests: 0 on success, 1 on any error
+// (one line "pagebench: ..." on stderr), 0 after --help.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if err := run(args, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "pagebench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "-help":
+			_, err := io.WriteString(stdout, usage)
+			return err
+		case "--compare-fio", "-compare-fio":
+			return runCompare(args, stdout, stderr)
+		}
+	}
+	if len(args) == 0 {
+		return errors.New("no job: give --name and --filename, or a job file (see --help)")
+	}
+	spec, err := bench.ParseArgs(args)
+	if err != nil {
+		return err
+	}
+	cfg := bench.RawConfig{Stderr: stderr}
+	for _, js := range spec.Jobs {
+		j, err := js.Resolve()
+		if err != nil {
+			return err
+		}
+		cfg.Jobs = append(cfg.Jobs, j)
+	}
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		cfg.Status = stderr
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := bench.RunRaw(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if spec.OutputFormat == "json" {
+		return rep.WriteJSON(stdout)
+	}
+	return rep.WriteNormal(stdout)
+}
+
+// isTerminal reports whether f is a terminal (TCGETS succeeds).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
