@@ -54,13 +54,12 @@ func ParseCPUList(s string) ([]int, error) {
 			}
 			if p.peek() == ':' {
 				p.i++
-				at = p.i
+				at = p.i // a bad group is reported where it starts
 				if used, err = p.num(); err != nil {
 					return nil, err
 				}
 				if p.peek() == '/' {
 					p.i++
-					at = p.i
 					if group, err = p.num(); err != nil {
 						return nil, err
 					}
