@@ -407,7 +407,9 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 			c.start = c.dataOff
 			// Some writers store dictionary_page_offset 0 for a dictionary
 			// that in fact starts at data_page_offset.
-			if d := cc.DictionaryPageOffset(); c.hasDict && d > 0 && d < c.start {
+			// Others store data_page_offset 0 for a chunk that is only a
+			// dictionary page.
+			if d := cc.DictionaryPageOffset(); c.hasDict && d > 0 && (d < c.start || c.start < 4) {
 				c.start = d
 			}
 			total := cc.TotalCompressedSize()
@@ -662,7 +664,9 @@ func (b *builder) offsetIndexChunk(f, ci int, data []byte) error {
 		prevEnd = l.Offset + int64(l.CompressedPageSize)
 		res.pages[i] = tmpPage{off: l.Offset, size: uint32(l.CompressedPageSize), row: uint32(l.FirstRowIndex)}
 	}
-	if len(locs) > 0 && raw.start < locs[0].Offset && raw.hasDict {
+	// Only a dictionary page may precede the first data page; writers do
+	// not always set dictionary_page_offset for it.
+	if len(locs) > 0 && raw.start < locs[0].Offset {
 		res.dictOff = raw.start
 		res.dictSize = int32(locs[0].Offset - raw.start)
 	}
