@@ -191,7 +191,7 @@ func TestDiscoverDamaged(t *testing.T) {
 			warn: "0000:43:00.0/local_cpulist", groups: dgxBase},
 		{name: "gpu locality gone", fixture: "dgx", damage: func(t *testing.T, root string) {
 			write(gpu1+"numa_node", "-1\n")(t, root)
-			remove(gpu1 + "local_cpulist")(t, root)
+			remove(gpu1+"local_cpulist")(t, root)
 		}, warn: "0000:43:00.0", check: func(t *testing.T, topo Topology, p Plan) {
 			for _, g := range p.Groups {
 				if g.Node != -1 {
