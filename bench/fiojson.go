@@ -48,7 +48,7 @@ type FioJob struct {
 	IODepthLevel    map[string]float64 `json:"iodepth_level"`
 	IODepthSubmit   map[string]float64 `json:"iodepth_submit"`
 	IODepthComplete map[string]float64 `json:"iodepth_complete"`
-	// Total-latency distribution, % of I/Os per bucket.
+	// Completion-latency (clat) distribution, % of I/Os per bucket.
 	LatencyNs         map[string]float64 `json:"latency_ns"`
 	LatencyUs         map[string]float64 `json:"latency_us"`
 	LatencyMs         map[string]float64 `json:"latency_ms"`

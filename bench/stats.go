@@ -122,8 +122,8 @@ var (
 	latEdgesMs   = []int64{2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000}
 )
 
-// latBuckets counts total latencies into fio's buckets: 10 ns, 10 us and
-// 12 ms buckets (the last is ">=2000").
+// latBuckets counts completion latencies (clat, as fio does) into fio's
+// buckets: 10 ns, 10 us and 12 ms buckets (the last is ">=2000").
 type latBuckets struct {
 	ns [10]int64
 	us [10]int64

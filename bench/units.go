@@ -26,25 +26,26 @@ func ParseSize(s string) (int64, error) {
 	if num == "" {
 		return 0, fmt.Errorf("%w: size %q has no number", ErrBadOption, s)
 	}
-	var mult int64
-	switch strings.TrimSuffix(strings.TrimSuffix(unit, "b"), "i") {
-	case "":
-		mult = 1
-	case "k":
-		mult = 1 << 10
-	case "m":
-		mult = 1 << 20
-	case "g":
-		mult = 1 << 30
-	case "t":
-		mult = 1 << 40
-	case "p":
-		mult = 1 << 50
-	default:
-		return 0, fmt.Errorf("%w: size %q has unknown unit %q", ErrBadOption, s, t[i:])
-	}
-	if unit == "ib" || unit == "i" {
-		return 0, fmt.Errorf("%w: size %q has unknown unit %q", ErrBadOption, s, t[i:])
+	mult := int64(1)
+	if unit != "" {
+		mult = 0
+		if rest := unit[1:]; rest == "" || rest == "b" || rest == "ib" {
+			switch unit[0] {
+			case 'k':
+				mult = 1 << 10
+			case 'm':
+				mult = 1 << 20
+			case 'g':
+				mult = 1 << 30
+			case 't':
+				mult = 1 << 40
+			case 'p':
+				mult = 1 << 50
+			}
+		}
+		if mult == 0 {
+			return 0, fmt.Errorf("%w: size %q has unknown unit %q", ErrBadOption, s, t[i:])
+		}
 	}
 	if !strings.Contains(num, ".") {
 		n, err := strconv.ParseInt(num, 10, 64)

@@ -130,7 +130,7 @@ func (w *worker) complete(now int64, off int64, p []byte, clat, slat, lat int64)
 		r.Slat.Record(slat)
 	}
 	r.Lat.Record(lat)
-	r.buckets.add(lat)
+	r.buckets.add(clat)
 	w.bytes.Store(r.IOBytes)
 	w.ios.Store(r.IOs)
 	w.lastNs = now
