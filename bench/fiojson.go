@@ -22,6 +22,20 @@ type FioOutput struct {
 	Time          string            `json:"time"`
 	GlobalOptions map[string]string `json:"global options,omitempty"`
 	Jobs          []FioJob          `json:"jobs"`
+	DiskUtil      []FioDiskUtil     `json:"disk_util,omitempty"` // fio only
+}
+
+// FioDiskUtil is fio's per-device utilization; pagebench does not emit it.
+type FioDiskUtil struct {
+	Name        string  `json:"name"`
+	ReadIOs     int64   `json:"read_ios"`
+	WriteIOs    int64   `json:"write_ios"`
+	ReadMerges  int64   `json:"read_merges"`
+	WriteMerges int64   `json:"write_merges"`
+	ReadTicks   int64   `json:"read_ticks"`
+	WriteTicks  int64   `json:"write_ticks"`
+	InQueue     int64   `json:"in_queue"`
+	Util        float64 `json:"util"`
 }
 
 // FioJob is one entry of jobs[]: a job clone, or a group under

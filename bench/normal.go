@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 )
 
 // WriteNormal writes the report as fio's human-readable text: per job the
@@ -58,6 +59,7 @@ func (r *Report) WriteNormal(w io.Writer) error {
 	for _, g := range r.Groups {
 		var bytes int64
 		var lo, hi, rt int64 = -1, 0, 0
+		var rtMax time.Duration
 		for _, c := range g.Clones {
 			bytes += c.IOBytes
 			bw := int64(0)
@@ -69,6 +71,7 @@ func (r *Report) WriteNormal(w io.Writer) error {
 			}
 			hi = max(hi, bw)
 			rt = max(rt, c.Runtime.Milliseconds())
+			rtMax = max(rtMax, c.Runtime)
 		}
 		var minRT int64 = -1
 		for _, c := range g.Clones {
@@ -77,8 +80,8 @@ func (r *Report) WriteNormal(w io.Writer) error {
 			}
 		}
 		agg := 0.0
-		if rt > 0 {
-			agg = float64(bytes) / (float64(rt) / 1000)
+		if rtMax > 0 {
+			agg = float64(bytes) / rtMax.Seconds()
 		}
 		fmt.Fprintf(&b, "Run status group %d (all jobs):\n", g.ID)
 		fmt.Fprintf(&b, "   READ: bw=%s/s (%s/s), %s/s-%s/s (%s/s-%s/s), io=%s (%s), run=%d-%dmsec\n",

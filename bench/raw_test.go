@@ -1,0 +1,264 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const blk = 4096
+
+// knownFile writes n blocks where every 8-byte word holds its own offset,
+// so any read can be checked against where it claims to come from.
+func knownFile(t *testing.T, n int) (string, uint32) {
+	t.Helper()
+	b := make([]byte, n*blk)
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], uint64(i)*0x9e37+1)
+	}
+	p := filepath.Join(t.TempDir(), "known.dat")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, crc32.ChecksumIEEE(b)
+}
+
+func checkBlock(off int64, p []byte) bool {
+	for i := 0; i+8 <= len(p); i += 8 {
+		if binary.LittleEndian.Uint64(p[i:]) != uint64(off+int64(i))*0x9e37+1 {
+			return false
+		}
+	}
+	return true
+}
+
+// directOK reports whether the test directory's file system takes O_DIRECT.
+func directOK(path string) bool {
+	_, _, err := dioAlign(path)
+	return err == nil
+}
+
+func TestEnginesReadCorrectBytes(t *testing.T) {
+	const nblk = 256
+	path, want := knownFile(t, nblk)
+	engines := []struct {
+		engine string
+		direct bool
+	}{
+		{EnginePsync, false},
+		{EnginePsync, true},
+		{EngineMmap, false},
+		{EngineIOUring, true},
+		{EngineIOUring, false},
+	}
+	for _, e := range engines {
+		name := e.engine
+		if e.direct {
+			name += "/direct"
+		}
+		t.Run(name, func(t *testing.T) {
+			if e.direct && !directOK(path) {
+				t.Skip("file system refuses O_DIRECT")
+			}
+			// Sequential, not time based: every block exactly once, in order
+			// for one-at-a-time engines; any order for io_uring.
+			job := DefaultJob()
+			job.Name, job.Filename, job.IOEngine, job.Direct, job.BS = "seq", path, e.engine, e.direct, 2*blk
+			if e.engine == EngineIOUring {
+				job.IODepth = 8
+			}
+			got := make([]byte, nblk*blk)
+			seen := map[int64]bool{}
+			bad := 0
+			cfg := RawConfig{Jobs: []Job{job}, onRead: func(_ int, off int64, p []byte) {
+				if !checkBlock(off, p) {
+					bad++
+				}
+				if seen[off] {
+					t.Errorf("offset %d read twice", off)
+				}
+				seen[off] = true
+				copy(got[off:], p)
+			}}
+			rep, err := RunRaw(context.Background(), cfg)
+			if e.engine == EngineIOUring && engineMissing(err) {
+				t.Skipf("engine not ready: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad > 0 {
+				t.Errorf("%d reads returned bytes of another offset", bad)
+			}
+			if c := crc32.ChecksumIEEE(got); c != want {
+				t.Errorf("checksum of what was read %08x, want %08x", c, want)
+			}
+			r := rep.Results()[0]
+			if r.IOs != nblk/2 || r.IOBytes != nblk*blk || r.Clat.N() != r.IOs || r.Lat.N() != r.IOs {
+				t.Errorf("ios %d bytes %d clat.N %d", r.IOs, r.IOBytes, r.Clat.N())
+			}
+
+			// Random, time based: every read must be aligned and correct.
+			job.RW, job.TimeBased, job.Runtime, job.BS = RandRead, true, 150*time.Millisecond, blk
+			bad, n := 0, 0
+			offsets := map[int64]bool{}
+			cfg = RawConfig{Jobs: []Job{job}, onRead: func(_ int, off int64, p []byte) {
+				n++
+				offsets[off] = true
+				if off%blk != 0 || len(p) != blk || !checkBlock(off, p) {
+					bad++
+				}
+			}}
+			if _, err := RunRaw(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 || bad > 0 {
+				t.Errorf("%d random reads, %d bad", n, bad)
+			}
+			if n > 100 && len(offsets) < 50 {
+				t.Errorf("%d random reads hit only %d offsets", n, len(offsets))
+			}
+		})
+	}
+}
+
+// engineMissing reports the engine owner's placeholder error.
+func engineMissing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "not implemented")
+}
+
+func TestNumJobsAndGroupReporting(t *testing.T) {
+	path, _ := knownFile(t, 64)
+	job := DefaultJob()
+	job.Name, job.Filename, job.NumJobs, job.GroupReporting = "g", path, 3, true
+	job.RW = RandRead
+	job.Size = 64 * blk
+	rep, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job, job}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Groups) != 2 || len(rep.Groups[0].Clones) != 3 {
+		t.Fatalf("groups %d", len(rep.Groups))
+	}
+	res := rep.Results()
+	if len(res) != 2 || res[0].Jobs != 3 || res[1].GroupID != 1 {
+		t.Fatalf("results %+v", res)
+	}
+	// Not time based: each clone reads size bytes.
+	if res[0].IOBytes != 3*64*blk || res[0].IOs != 3*64 {
+		t.Errorf("merged io %d bytes in %d ios", res[0].IOBytes, res[0].IOs)
+	}
+	job.GroupReporting = false
+	rep, err = RunRaw(context.Background(), RawConfig{Jobs: []Job{job}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(rep.Results()); got != 3 {
+		t.Errorf("%d results without group_reporting, want 3", got)
+	}
+}
+
+func TestLayout(t *testing.T) {
+	dir := t.TempDir()
+	var notes bytes.Buffer
+	run := func(path string, size int64) error {
+		job := DefaultJob()
+		job.Name, job.Filename, job.Size = "lay", path, size
+		_, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job}, Stderr: &notes})
+		return err
+	}
+	// Missing: created at size.
+	p := filepath.Join(dir, "new.dat")
+	if err := run(p, 3*layoutChunk/2); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(p); err != nil || st.Size() != 3*layoutChunk/2 {
+		t.Fatalf("laid out file: %v %v", st, err)
+	}
+	if !strings.Contains(notes.String(), "laying out IO file "+p) {
+		t.Errorf("no layout notice: %q", notes.String())
+	}
+	b, _ := os.ReadFile(p)
+	if bytes.Count(b, []byte{0}) > len(b)/100 {
+		t.Errorf("layout wrote mostly zeros")
+	}
+	// Longer: never truncated.
+	long := filepath.Join(dir, "long.dat")
+	orig := bytes.Repeat([]byte("pagefeed"), 4*blk)
+	os.WriteFile(long, orig, 0o644)
+	notes.Reset()
+	if err := run(long, blk); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(long); !bytes.Equal(b, orig) || notes.Len() != 0 {
+		t.Errorf("longer file changed (len %d) or laid out: %q", len(b), notes.String())
+	}
+	// Shorter: extended, prefix kept.
+	if err := run(long, int64(len(orig))+2*blk); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(long); len(b) != len(orig)+2*blk || !bytes.Equal(b[:len(orig)], orig) {
+		t.Errorf("extended file: len %d, prefix kept %v", len(b), bytes.Equal(b[:len(orig)], orig))
+	}
+}
+
+func TestRunRawErrors(t *testing.T) {
+	dir := t.TempDir()
+	path, _ := knownFile(t, 4)
+	tests := []struct {
+		name string
+		mod  func(j *Job)
+		want error
+		msg  string
+	}{
+		{"missing without size", func(j *Job) { j.Filename = filepath.Join(dir, "nope") }, nil, "no such file, and no --size"},
+		{"directory", func(j *Job) { j.Filename = dir }, nil, "is a directory"},
+		{"size below bs", func(j *Job) { j.BS = 8 * blk }, ErrBadOption, "smaller than bs"},
+		{"direct misaligned bs", func(j *Job) { j.Direct, j.BS = true, 1000 }, ErrAlignment, "O_DIRECT alignment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.want == ErrAlignment && !directOK(path) {
+				t.Skip("file system refuses O_DIRECT")
+			}
+			job := DefaultJob()
+			job.Name, job.Filename = "bad", path
+			tt.mod(&job)
+			_, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job}})
+			var e *Error
+			if !errors.As(err, &e) || !strings.Contains(err.Error(), tt.msg) || tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("got %v; want *Error containing %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+func BenchmarkPsyncRandRead4k(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "f")
+	if err := layout(path, 0, 8<<20, "b", nil2discard()); err != nil {
+		b.Fatal(err)
+	}
+	job := DefaultJob()
+	job.Name, job.Filename, job.RW = "b", path, RandRead
+	job.Size = 8 << 20
+	b.SetBytes(8 << 20) // one pass over the file per iteration
+	b.ReportAllocs()
+	var ios int64
+	for b.Loop() {
+		rep, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ios += rep.Results()[0].IOs
+	}
+	b.ReportMetric(float64(ios)/b.Elapsed().Seconds(), "IOPS")
+}
+
+func nil2discard() *bytes.Buffer { return new(bytes.Buffer) }
