@@ -1,0 +1,498 @@
+// Package codec decodes single Parquet pages, alone and in any order: it
+// parses the Thrift page header, checks the CRC, decompresses with
+// per-Decoder state and decodes levels and values with arrow-go into Arrow
+// arrays (general path) or straight into a consumer's buffers (int32 and
+// list<int32> fast path).
+//
+// A page is decoded without reading any other part of the file: the caller
+// supplies the page's bytes (header and body, as read from disk), a Chunk
+// describing its column chunk, and, for dictionary-encoded chunks, the
+// chunk's Dictionary, decoded once and kept by the caller.
+//
+// Rows that cross pages: Parquet V1 pages of repeated columns may start in
+// the middle of a row and end in the middle of one. DecodePage never yields
+// a partial row at the head (Page.LeadingLevels counts the levels that
+// belong to the previous page's last row) and says when its last row may
+// continue in the next page (Page.LastRowMayContinue); DecodeSpan decodes a
+// page together with the continuation levels of the pages that follow it, so
+// every row is delivered exactly once, whole, by the page it starts in.
+package codec
+
+import (
+	"fmt"
+	"hash/crc32"
+	"runtime"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxPageBytes  = 256 << 20
+	DefaultMaxPageValues = 1 << 22
+	maxColStates         = 16
+)
+
+// Options configures a Decoder. The zero value is ready to use; fill
+// documents the defaults.
+type Options struct {
+	// NoCRC skips the page CRC check. By default a page whose header carries
+	// a CRC is checked (CRC-32 IEEE over the compressed page body, as the
+	// Parquet spec says) and fails with ErrCRC on mismatch.
+	NoCRC bool
+	// MaxPageBytes caps the compressed and uncompressed sizes a page header
+	// may claim; larger pages fail with ErrPageTooLarge before anything is
+	// allocated. Default DefaultMaxPageBytes (256 MiB).
+	MaxPageBytes int
+	// MaxPageValues caps the number of values (levels) a page header may
+	// claim, since RLE levels can claim millions of values in a few bytes.
+	// Default DefaultMaxPageValues (4 Mi).
+	MaxPageValues int
+	// Mem allocates the buffers of returned Arrow arrays. Default
+	// memory.DefaultAllocator.
+	Mem memory.Allocator
+}
+
+func (o *Options) fill() {
+	if o.MaxPageBytes <= 0 {
+		o.MaxPageBytes = DefaultMaxPageBytes
+	}
+	if o.MaxPageValues <= 0 {
+		o.MaxPageValues = DefaultMaxPageValues
+	}
+	if o.Mem == nil {
+		o.Mem = memory.DefaultAllocator
+	}
+}
+
+// Chunk describes a column chunk: what the decoder needs to know about the
+// pages it decodes, from the file's metadata. Build it with NewChunk or by
+// hand; a Chunk is read-only once in use and may be shared by goroutines.
+type Chunk struct {
+	Descr  *schema.Column       // the leaf column; its schema tree gives the nesting
+	Codec  compress.Compression // the chunk's compression codec
+	Path   string               // file, for errors
+	Column string               // dotted column path, for errors
+	// Meta is the file's key-value metadata (optional). When it holds a
+	// stored Arrow schema, leaf types are restored from it, as pqarrow does.
+	Meta metadata.KeyValueMetadata
+	// Encrypted marks a chunk whose pages are encrypted; decoding it fails
+	// with ErrUnsupported.
+	Encrypted bool
+}
+
+// NewChunk describes column col of row group rg of a file whose footer is
+// md; path is only used in errors.
+func NewChunk(md *metadata.FileMetaData, path string, rg, col int) (*Chunk, error) {
+	if rg < 0 || rg >= md.NumRowGroups() || col < 0 || col >= md.Schema.NumColumns() {
+		return nil, &Error{Op: "chunk", Path: path, Off: -1, Err: kindf(ErrCorrupt, "no column chunk %d of row group %d", col, rg)}
+	}
+	descr := md.Schema.Column(col)
+	c := &Chunk{Descr: descr, Path: path, Column: descr.Path(), Meta: md.KeyValueMetadata()}
+	cc, err := md.RowGroup(rg).ColumnChunk(col)
+	if err != nil {
+		return nil, c.err("chunk", -1, wrapKind(ErrCorrupt, err, "column chunk metadata"))
+	}
+	c.Codec = cc.Compression()
+	if cc.CryptoMetadata() != nil {
+		c.Encrypted = true
+	}
+	return c, nil
+}
+
+// Dictionary is a column chunk's decompressed dictionary page. Decode it
+// once per chunk with Decoder.Dictionary and pass it to every DecodePage of
+// that chunk's pages. It is immutable and may be shared by Decoders on
+// different goroutines.
+type Dictionary struct {
+	chunk     *Chunk
+	buf       []byte
+	numValues int32
+	encoding  parquet.Encoding
+}
+
+// NumValues returns the number of dictionary entries.
+func (d *Dictionary) NumValues() int { return int(d.numValues) }
+
+// Decoder decodes pages. One per worker goroutine: it is not safe for
+// concurrent use. It owns decompressor state and scratch buffers that are
+// reused from page to page; Close releases them.
+type Decoder struct {
+	opts   Options
+	dec    decompressors
+	closed bool
+
+	schemas map[*schema.GroupNode]*schemaInfo
+	plans   map[*schema.Column]*plan
+	states  []*colState
+	tick    uint64
+
+	spans []spanBuf // one per page of a span; page 0 is the usual one
+
+	defs, reps []int16
+	vals       values
+}
+
+// spanBuf holds one page's decompressed bytes for as long as values decoded
+// from it (byte arrays point into it) are in use.
+type spanBuf struct {
+	b   []byte
+	buf memory.Buffer
+}
+
+// NewDecoder returns a Decoder with opts (zero fields take defaults).
+func NewDecoder(opts Options) *Decoder {
+	opts.fill()
+	return &Decoder{
+		opts:    opts,
+		schemas: map[*schema.GroupNode]*schemaInfo{},
+		plans:   map[*schema.Column]*plan{},
+	}
+}
+
+// Close releases the decompressors; later calls fail with ErrClosed. Arrays
+// of Pages already returned stay valid until their Release.
+func (d *Decoder) Close() {
+	if d.closed {
+		return
+	}
+	d.closed = true
+	d.dec.close()
+	for _, st := range d.states {
+		st.pr.Close()
+	}
+	d.states = nil
+	d.spans = nil
+}
+
+// Dictionary decodes the dictionary page in pageBytes (header and body, as
+// read from disk at file offset off) of chunk c. The result owns its bytes.
+func (d *Decoder) Dictionary(c *Chunk, pageBytes []byte, off int64) (dict *Dictionary, err error) {
+	if d.closed {
+		return nil, c.err("dictionary", off, ErrClosed)
+	}
+	if c.Encrypted {
+		return nil, c.err("dictionary", off, kindf(ErrUnsupported, "encrypted column"))
+	}
+	h, n, err := ParsePageHeader(pageBytes)
+	if err != nil {
+		return nil, c.err("parse header", off, err)
+	}
+	if h.Type != DictionaryPage || !h.Dict.Set {
+		return nil, c.err("dictionary", off, kindf(ErrCorrupt, "page is %v, not a dictionary page", h.Type))
+	}
+	body, err := d.checkBody(&h, pageBytes[n:])
+	if err != nil {
+		return nil, c.err("dictionary", off, err)
+	}
+	if h.Dict.NumValues < 0 || int(h.Dict.NumValues) > d.opts.MaxPageValues {
+		return nil, c.err("dictionary", off, kindf(ErrPageTooLarge, "dictionary claims %d values", h.Dict.NumValues))
+	}
+	if enc := parquet.Encoding(h.Dict.Encoding); enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
+		return nil, c.err("dictionary", off, kindf(ErrUnsupported, "dictionary page encoding %d", h.Dict.Encoding))
+	}
+	buf := make([]byte, h.UncompressedSize)
+	if err := d.dec.decompress(c.Codec, buf, body); err != nil {
+		return nil, c.err("decompress", off, decompressErr(c.Codec, err))
+	}
+	return &Dictionary{chunk: c, buf: buf, numValues: h.Dict.NumValues, encoding: parquet.Encoding(h.Dict.Encoding)}, nil
+}
+
+// checkBody bounds the header's sizes, checks the CRC and returns the
+// compressed body.
+func (d *Decoder) checkBody(h *PageHeader, rest []byte) ([]byte, error) {
+	if h.CompressedSize < 0 || h.UncompressedSize < 0 {
+		return nil, kindf(ErrCorrupt, "negative page size (compressed %d, uncompressed %d)", h.CompressedSize, h.UncompressedSize)
+	}
+	if int(h.UncompressedSize) > d.opts.MaxPageBytes || int(h.CompressedSize) > d.opts.MaxPageBytes {
+		return nil, kindf(ErrPageTooLarge, "page claims %d bytes uncompressed, %d compressed; limit %d",
+			h.UncompressedSize, h.CompressedSize, d.opts.MaxPageBytes)
+	}
+	if int(h.CompressedSize) > len(rest) {
+		return nil, kindf(ErrCorrupt, "page body truncated: header says %d bytes, %d present", h.CompressedSize, len(rest))
+	}
+	body := rest[:h.CompressedSize]
+	if h.HasCRC && !d.opts.NoCRC {
+		if got := crc32.ChecksumIEEE(body); got != h.CRC {
+			return nil, kindf(ErrCRC, "crc %08x, header says %08x", got, h.CRC)
+		}
+	}
+	return body, nil
+}
+
+func decompressErr(codec compress.Compression, err error) error {
+	if isKind(err, ErrUnsupported) {
+		return err
+	}
+	return wrapKind(ErrCorrupt, err, codec.String())
+}
+
+func isKind(err, kind error) bool {
+	ce, ok := err.(*causeError)
+	return ok && ce.kind == kind
+}
+
+// colState is the arrow-go column reader for one (column, dictionary) pair,
+// kept so that a dictionary is decoded into arrow-go's decoder once, not
+// once per page.
+type colState struct {
+	descr *schema.Column
+	dict  *Dictionary
+	pr    *pageReader
+	cr    file.ColumnChunkReader
+	used  uint64
+}
+
+func (d *Decoder) state(c *Chunk, dict *Dictionary) *colState {
+	d.tick++
+	var lru *colState
+	for _, st := range d.states {
+		if st.descr == c.Descr && st.dict == dict {
+			st.used = d.tick
+			return st
+		}
+		if lru == nil || st.used < lru.used {
+			lru = st
+		}
+	}
+	pr := &pageReader{dict: dict}
+	st := &colState{descr: c.Descr, dict: dict, pr: pr, used: d.tick}
+	st.cr = file.NewColumnReader(c.Descr, pr, d.opts.Mem, nil)
+	if len(d.states) < maxColStates {
+		d.states = append(d.states, st)
+	} else {
+		for i, s := range d.states {
+			if s == lru {
+				s.pr.Close()
+				d.states[i] = st
+			}
+		}
+	}
+	return st
+}
+
+// dropState forgets a column reader whose state an error may have left
+// inconsistent.
+func (d *Decoder) dropState(st *colState) {
+	for i, s := range d.states {
+		if s == st {
+			s.pr.Close()
+			d.states = append(d.states[:i], d.states[i+1:]...)
+			return
+		}
+	}
+}
+
+// pageReader is our file.PageReader: it hands arrow-go's column reader the
+// one page we armed, then reports the end of the chunk; arming another page
+// lets the same column reader (and its dictionary decoder) go on.
+type pageReader struct {
+	next, cur file.Page
+	dict      *Dictionary
+}
+
+func (p *pageReader) arm(pg file.Page) {
+	if p.next != nil {
+		p.next.Release()
+	}
+	p.next = pg
+}
+
+func (p *pageReader) SetMaxPageHeaderSize(int) {}
+func (p *pageReader) Page() file.Page          { return p.cur }
+func (p *pageReader) Err() error               { return nil }
+func (p *pageReader) Next() bool {
+	if p.cur != nil {
+		p.cur.Release()
+		p.cur = nil
+	}
+	if p.next == nil {
+		return false
+	}
+	p.cur, p.next = p.next, nil
+	return true
+}
+func (p *pageReader) Reset(parquet.BufferedReader, int64, compress.Compression, *file.CryptoContext) {
+}
+func (p *pageReader) GetDictionaryPage() (*file.DictionaryPage, error) {
+	if p.dict == nil {
+		return nil, nil
+	}
+	return file.NewDictionaryPage(memory.NewBufferBytes(p.dict.buf), p.dict.numValues, p.dict.encoding), nil
+}
+func (p *pageReader) SeekToPageWithRow(int64) error {
+	return kindf(ErrUnsupported, "seek within a single page")
+}
+func (p *pageReader) Close() error {
+	if p.cur != nil {
+		p.cur.Release()
+		p.cur = nil
+	}
+	if p.next != nil {
+		p.next.Release()
+		p.next = nil
+	}
+	return nil
+}
+
+// recoverCorrupt turns a panic inside arrow-go into an ErrCorrupt error.
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		if re, ok := r.(runtime.Error); ok && strings.Contains(re.Error(), "out of memory") {
+			panic(r)
+		}
+		*err = kindf(ErrCorrupt, "decoder panicked: %v", r)
+	}
+}
+
+// pageInfo is what loadPage learned about one page.
+type pageInfo struct {
+	h      PageHeader
+	levels int
+	values int
+}
+
+// loadPage parses, checks and decompresses the page in pageBytes into span
+// buffer k and arms it on st's page reader.
+func (d *Decoder) loadPage(c *Chunk, st *colState, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, err error) {
+	h, n, err := ParsePageHeader(pageBytes)
+	if err != nil {
+		return h, err
+	}
+	switch h.Type {
+	case DataPage:
+		if !h.Data.Set {
+			return h, kindf(ErrCorrupt, "data page without data_page_header")
+		}
+	case DataPageV2:
+		if !h.V2.Set {
+			return h, kindf(ErrCorrupt, "data page v2 without data_page_header_v2")
+		}
+	case DictionaryPage:
+		return h, kindf(ErrCorrupt, "dictionary page where a data page was expected (decode it with Decoder.Dictionary)")
+	case IndexPage:
+		return h, kindf(ErrUnsupported, "index page")
+	default:
+		return h, kindf(ErrCorrupt, "unknown page type %d", int32(h.Type))
+	}
+	nv := h.NumValues()
+	if nv < 0 {
+		return h, kindf(ErrCorrupt, "negative value count %d", nv)
+	}
+	if int(nv) > d.opts.MaxPageValues {
+		return h, kindf(ErrPageTooLarge, "page claims %d values; limit %d", nv, d.opts.MaxPageValues)
+	}
+	body, err := d.checkBody(&h, pageBytes[n:])
+	if err != nil {
+		return h, err
+	}
+	enc := parquet.Encoding(h.Data.Encoding)
+	if h.Type == DataPageV2 {
+		enc = parquet.Encoding(h.V2.Encoding)
+	}
+	if err := checkEncoding(c, enc, dict); err != nil {
+		return h, err
+	}
+	for len(d.spans) <= k {
+		d.spans = append(d.spans, spanBuf{})
+	}
+	sb := &d.spans[k]
+	size := int(h.UncompressedSize)
+	if cap(sb.b) < size {
+		sb.b = make([]byte, size, size+size/4)
+	}
+	dst := sb.b[:size]
+	if h.Type == DataPage {
+		if size == 0 && len(body) == 0 {
+			// an empty page: nothing to decompress
+		} else if err := d.dec.decompress(c.Codec, dst, body); err != nil {
+			return h, decompressErr(c.Codec, err)
+		}
+		sb.buf.Reset(dst)
+		pg := file.NewDataPageV1WithConfig(&sb.buf, parquet.Encoding(h.Data.DefEncoding), parquet.Encoding(h.Data.RepEncoding),
+			file.DataPageConfig{Num: nv, Encoding: enc, UncompressedSize: h.UncompressedSize, FirstRowIndex: -1})
+		st.pr.arm(pg)
+		return h, nil
+	}
+	v2 := &h.V2
+	lv := int64(v2.DefLevelsLen) + int64(v2.RepLevelsLen)
+	if v2.DefLevelsLen < 0 || v2.RepLevelsLen < 0 || lv > int64(len(body)) || lv > int64(size) {
+		return h, kindf(ErrCorrupt, "data page v2 level lengths %d+%d exceed the page", v2.RepLevelsLen, v2.DefLevelsLen)
+	}
+	if v2.NumNulls < 0 || v2.NumRows < 0 {
+		return h, kindf(ErrCorrupt, "data page v2 with negative null or row count")
+	}
+	copy(dst, body[:lv])
+	if int64(size) == lv {
+		// No values (all null, or an empty page): writers may leave a
+		// zero-byte body that is not a valid stream for the codec, or a
+		// valid stream of nothing; there is nothing to decompress either way.
+	} else if v2.IsCompressed && c.Codec != compress.Codecs.Uncompressed {
+		if err := d.dec.decompress(c.Codec, dst[lv:], body[lv:]); err != nil {
+			return h, decompressErr(c.Codec, err)
+		}
+	} else if len(body) != size {
+		return h, kindf(ErrCorrupt, "uncompressed data page v2 body is %d bytes, header says %d", len(body), size)
+	} else {
+		copy(dst[lv:], body[lv:])
+	}
+	sb.buf.Reset(dst)
+	pg := file.NewDataPageV2WithConfig(&sb.buf, v2.NumNulls, v2.NumRows, v2.DefLevelsLen, v2.RepLevelsLen, false,
+		file.DataPageConfig{Num: nv, Encoding: enc, UncompressedSize: h.UncompressedSize, FirstRowIndex: -1})
+	st.pr.arm(pg)
+	return h, nil
+}
+
+// checkEncoding refuses encodings arrow-go cannot read for this column with
+// ErrUnsupported, before arrow-go fails on them less clearly.
+func checkEncoding(c *Chunk, enc parquet.Encoding, dict *Dictionary) error {
+	switch enc {
+	case parquet.Encodings.Plain:
+		return nil
+	case parquet.Encodings.PlainDict, parquet.Encodings.RLEDict:
+		if dict == nil {
+			return kindf(ErrCorrupt, "dictionary-encoded page but no dictionary (pass the chunk's Dictionary)")
+		}
+		if dict.chunk != nil && dict.chunk.Descr != nil && c.Descr != nil && dict.chunk.Descr.Path() != c.Descr.Path() {
+			return kindf(ErrCorrupt, "dictionary of column %s used for column %s", dict.chunk.Descr.Path(), c.Descr.Path())
+		}
+		return nil
+	case parquet.Encodings.RLE:
+		if c.Descr.PhysicalType() == parquet.Types.Boolean {
+			return nil
+		}
+	case parquet.Encodings.DeltaBinaryPacked:
+		switch c.Descr.PhysicalType() {
+		case parquet.Types.Int32, parquet.Types.Int64:
+			return nil
+		}
+	case parquet.Encodings.DeltaLengthByteArray:
+		if c.Descr.PhysicalType() == parquet.Types.ByteArray {
+			return nil
+		}
+	case parquet.Encodings.DeltaByteArray:
+		switch c.Descr.PhysicalType() {
+		case parquet.Types.ByteArray, parquet.Types.FixedLenByteArray:
+			return nil
+		}
+	case parquet.Encodings.ByteStreamSplit:
+		switch c.Descr.PhysicalType() {
+		case parquet.Types.Float, parquet.Types.Double, parquet.Types.Int32, parquet.Types.Int64, parquet.Types.FixedLenByteArray:
+			return nil
+		}
+	}
+	return kindf(ErrUnsupported, "encoding %s for %s column", encName(enc), c.Descr.PhysicalType())
+}
+
+func encName(e parquet.Encoding) string {
+	if e >= 0 && e <= 9 {
+		return e.String()
+	}
+	return fmt.Sprintf("Encoding(%d)", int32(e))
+}
