@@ -15,8 +15,9 @@ func init() {
 
 // runTopo prints the machine's topology as pin discovers it under --sysfs
 // and the plan pin makes for --ranks local ranks: as text, or with --json
-// as one object {"cpus_online","numa","gpus","nvme","plan"}. In JSON mode
-// warnings go to stderr so stdout stays one parseable document.
+// as one line holding one object {"cpus_online","numa","gpus","nvme",
+// "plan"}. In JSON mode warnings go to stderr so stdout stays one
+// parseable document.
 func runTopo(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("topo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -56,7 +57,6 @@ func runTopo(args []string, stdout, stderr io.Writer) error {
 	for _, w := range append(topo.Warnings, plan.Warnings...) {
 		fmt.Fprintf(stderr, "pagefeed topo: warning: %s\n", w)
 	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(pin.NewReport(topo, plan))
+	// One line: a 224-CPU list indented one number per line helps nobody.
+	return json.NewEncoder(stdout).Encode(pin.NewReport(topo, plan))
 }
