@@ -300,3 +300,66 @@ func BenchmarkDiscoverDGX(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "discoveries/s")
 }
+
+// NVMe layouts beyond the fixtures: namespaces under block/, multipath
+// per-path names, a fabrics controller (no PCI, no warning), and names
+// sorted as numbers.
+func TestDiscoverNVMeLayouts(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"devices/system/cpu/online":                  "0-1\n",
+		"class/nvme/nvme10/address":                  "0000:0a:00.0\n",
+		"class/nvme/nvme10/device/numa_node":         "0\n",
+		"class/nvme/nvme10/block/nvme10n1/size":      "1\n",
+		"class/nvme/nvme10/nvme10c2n1/size":          "1\n",
+		"class/nvme/nvme10/nvme10c2n2/size":          "1\n",
+		"class/nvme/nvme2/transport":                 "tcp\n",
+		"class/nvme/nvme2/address":                   "traddr=10.0.0.1,trsvcid=4420\n",
+		"class/nvme/nvme2/nvme2c0n1/size":            "1\n",
+		"class/nvme/nvme-fabrics/ignored":            "\n",
+		"class/nvme/nvme3/device/numa_node":          "-1\n",
+		"class/nvme/nvme3/address":                   "0000:03:00.0\n",
+		"class/nvme/nvme3/nvme3n1/size":              "1\n",
+		"class/nvme/nvme3/nvme3n10/size":             "1\n",
+		"class/nvme/nvme3/nvme3n2/size":              "1\n",
+		"class/nvme/nvme3/ng3n1/size":                "1\n", // char device, not a block device
+		"class/nvme/nvme3/device/local_cpulist":      "0-1\n",
+		"bus/pci/devices/0000:03:00.0/vendor":        "0x144d\n",
+		"bus/pci/devices/0000:04:00.0/vendor":        "0x1002\n",
+		"bus/pci/devices/0000:04:00.0/class":         "0x040300\n", // AMD HDMI audio
+		"bus/pci/devices/0000:05:00.0/vendor":        "0x1002\n",
+		"bus/pci/devices/0000:05:00.0/class":         "0x030000\n",
+		"bus/pci/devices/0000:05:00.0/numa_node":     "-1\n",
+		"bus/pci/devices/0000:05:00.0/local_cpulist": "0-1\n",
+	}
+	for rel, s := range files {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	topo := discover(t, root)
+	if len(topo.Warnings) != 0 {
+		t.Errorf("warnings %q", topo.Warnings)
+	}
+	want := []NVMe{
+		{Name: "nvme2", NUMANode: -1, Block: []string{"nvme2n1"}},
+		{Name: "nvme3", PCI: "0000:03:00.0", NUMANode: -1, Block: []string{"nvme3n1", "nvme3n2", "nvme3n10"}},
+		{Name: "nvme10", PCI: "0000:0a:00.0", NUMANode: 0, Block: []string{"nvme10n1", "nvme10n2"}},
+	}
+	if len(topo.NVMe) != len(want) {
+		t.Fatalf("NVMe %+v", topo.NVMe)
+	}
+	for i, c := range topo.NVMe {
+		w := want[i]
+		if c.Name != w.Name || c.PCI != w.PCI || c.NUMANode != w.NUMANode || !slices.Equal(c.Block, w.Block) {
+			t.Errorf("NVMe %d = %+v, want %+v", i, c, w)
+		}
+	}
+	if len(topo.GPUs) != 1 || topo.GPUs[0].PCI != "0000:05:00.0" || topo.GPUs[0].Vendor() != "amd" {
+		t.Errorf("GPUs %+v", topo.GPUs)
+	}
+}
