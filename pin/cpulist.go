@@ -72,6 +72,7 @@ func ParseCPUList(s string) ([]int, error) {
 				}
 			}
 		}
+		cpus = slices.Grow(cpus, (hi-lo)/group*used+used)
 		for c := lo; c <= hi; c++ {
 			if (c-lo)%group < used {
 				cpus = append(cpus, c)

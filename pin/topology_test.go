@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -140,22 +141,40 @@ func TestDiscoverNoCPUs(t *testing.T) {
 // and planning must go on with exactly one warning, naming the file, and
 // a valid (possibly simpler) plan.
 func TestDiscoverDamaged(t *testing.T) {
+	// Cases share one copy per fixture: damage moves the original aside
+	// and the subtest's cleanup puts it back, which is far cheaper than
+	// copying the 400-file DGX tree for every case.
+	nAside := 0
+	aside := func(t *testing.T, root, rel string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		nAside++
+		bak := filepath.Join(filepath.Dir(root), "aside"+strconv.Itoa(nAside))
+		if err := os.Rename(p, bak); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := os.RemoveAll(p); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(bak, p); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	write := func(rel, s string) func(t *testing.T, root string) {
 		return func(t *testing.T, root string) {
 			t.Helper()
+			aside(t, root, rel)
 			if err := os.WriteFile(filepath.Join(root, rel), []byte(s), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	remove := func(rels ...string) func(t *testing.T, root string) {
+	remove := func(rel string) func(t *testing.T, root string) {
 		return func(t *testing.T, root string) {
 			t.Helper()
-			for _, rel := range rels {
-				if err := os.RemoveAll(filepath.Join(root, rel)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			aside(t, root, rel)
 		}
 	}
 	const gpu1 = "bus/pci/devices/0000:43:00.0/"
@@ -242,9 +261,15 @@ func TestDiscoverDamaged(t *testing.T) {
 		{name: "offline online garbled", fixture: "offline", damage: write("devices/system/cpu/online", "0-5,,7\n"),
 			warn: "online", groups: []string{"1-7"}},
 	}
+	roots := map[string]string{}
+	for _, tc := range tests {
+		if _, ok := roots[tc.fixture]; !ok {
+			roots[tc.fixture] = copyFixture(t, tc.fixture)
+		}
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			root := copyFixture(t, tc.fixture)
+			root := roots[tc.fixture]
 			tc.damage(t, root)
 			topo := discover(t, root)
 			p, err := NewPlan(topo, Options{})
