@@ -32,7 +32,7 @@ func Apply(cpus []int) error {
 	}
 	// pid 0 is the calling thread, not the whole process.
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return &Error{Op: "sched_setaffinity", Path: FormatCPUList(cpus), Off: -1, Err: err}
+		return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("cpus %s: %w", FormatCPUList(cpus), err)}
 	}
 	return nil
 }

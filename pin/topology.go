@@ -56,7 +56,7 @@ type GPU struct {
 }
 
 // Vendor names the GPU's vendor: "nvidia" or "amd".
-func (g *GPU) Vendor() string {
+func (g GPU) Vendor() string {
 	switch g.VendorID {
 	case VendorNVIDIA:
 		return "nvidia"
