@@ -19,8 +19,10 @@ type Options struct {
 	// ReserveTrainer is the number of physical cores per NUMA node kept
 	// out of every group for the trainer's own threads: the node's
 	// lowest-numbered cores. Default 1; a negative value keeps none. It
-	// shrinks, with a warning, where a node has too few cores for its
-	// ranks.
+	// applies per CPU pool: per GPU local_cpulist when the node tables are
+	// missing, once in all for an even split of the online CPUs, and only
+	// to pools that host a rank. It shrinks, with a warning, where a pool
+	// has too few cores for its ranks.
 	ReserveTrainer int
 }
 
