@@ -121,6 +121,9 @@ func writeSidecar(path string, ix *Index) error {
 		return err
 	}
 	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -417,3 +420,5 @@ func equalStrings(a, b []string) bool {
 	}
 	return true
 }
+
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

@@ -1,0 +1,242 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/pagefeed/pagefeed/internal/gen"
+)
+
+// Fixtures under testdata/ are small generated files (see TestWriteFixtures).
+var fixtures = []string{"testdata/v1_pageindex_dict.parquet", "testdata/v2_nopageindex.parquet"}
+
+// memReader serves reads from memory.
+type memReader map[string][]byte
+
+func (m memReader) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+	for i, r := range rs {
+		b, ok := m[r.Path]
+		if !ok || r.Off < 0 || r.Off > int64(len(b)) {
+			fn(i, nil, &Error{Op: "read", Path: r.Path, Off: r.Off, Err: os.ErrNotExist})
+			continue
+		}
+		fn(i, b[r.Off:min(int64(len(b)), r.Off+int64(r.Len))], nil)
+	}
+	return ctx.Err()
+}
+
+// checkIndex asserts that every page of a built index lies inside its file.
+func checkIndex(t *testing.T, ix *Index) {
+	t.Helper()
+	for k := 0; k < ix.NumColumns(); k++ {
+		for g := 0; g < ix.NumPages(k); g++ {
+			l := ix.Locate(k, g)
+			if l.Offset < 0 || l.Size <= 0 || l.Offset+int64(l.Size) > ix.File(l.File).Size {
+				t.Fatalf("page %d of column %d at [%d, +%d) outside file of %d bytes", g, k, l.Offset, l.Size, ix.File(l.File).Size)
+			}
+		}
+	}
+}
+
+// FuzzFooter builds an index of a fixture's data pages followed by a fuzzed
+// footer. Build must fail cleanly or produce an index inside the file.
+func FuzzFooter(f *testing.F) {
+	base, err := os.ReadFile(fixtures[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	n := len(base)
+	flen := int(binary.LittleEndian.Uint32(base[n-8:]))
+	prefix := base[:n-8-flen]
+	f.Add(base[n-8-flen : n-8])
+	f.Add([]byte{})
+	f.Add([]byte{0x15, 0x00})
+	path := filepath.Join(f.TempDir(), "fuzz.parquet")
+	f.Fuzz(func(t *testing.T, footer []byte) {
+		b := append(append([]byte(nil), prefix...), footer...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(footer)))
+		b = append(b, "PAR1"...)
+		mem := memReader{path: b}
+		files := []FileInfo{{Path: path, Size: int64(len(b))}}
+		for _, walk := range []bool{false, true} {
+			bl := &builder{opts: Options{Reader: mem, HeaderWalk: walk, WalkReadSize: 4096}.fill(nil), files: append([]FileInfo(nil), files...)}
+			ix, err := bl.build(context.Background())
+			if err != nil {
+				continue
+			}
+			checkIndex(t, ix)
+		}
+	})
+}
+
+// FuzzOffsetIndex feeds bytes to the recovered offset index parser and to
+// the checks that follow it.
+func FuzzOffsetIndex(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0x19, 0x1c, 0x16, 0x08, 0x15, 0x02, 0x16, 0x00, 0x00, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		locs, err := parseOffsetIndex(b)
+		if err != nil {
+			return
+		}
+		bl := &builder{
+			files: []FileInfo{{Path: "x", Size: 1 << 20}},
+			metas: []fileMeta{{paths: []string{"c"}, rgRows: []int64{1000}, chunks: []chunkRaw{{start: 4, end: 1 << 19}}}},
+			ncols: 1, base: []int{0, 1}, res: make([]chunkPages, 1),
+		}
+		if err := bl.offsetIndexChunk(0, 0, b); err != nil {
+			return
+		}
+		if len(bl.res[0].pages) != len(locs) {
+			t.Fatalf("%d pages from %d locations", len(bl.res[0].pages), len(locs))
+		}
+		for _, p := range bl.res[0].pages {
+			if p.off < 4 || p.off+int64(p.size) > 1<<19 || p.row > 1000 {
+				t.Fatalf("accepted page %+v", p)
+			}
+		}
+	})
+}
+
+// FuzzSidecar loads arbitrary sidecars: the loader must reject or yield an
+// index whose every page lies inside its file.
+func FuzzSidecar(f *testing.F) {
+	if seeds, err := filepath.Glob("testdata/*.idx"); err == nil {
+		for _, s := range seeds {
+			b, err := os.ReadFile(s)
+			if err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Add([]byte("PFIX\x01\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		// Let mutations past the checksum so the decoder proper is fuzzed.
+		if len(b) >= 12 {
+			b = append([]byte(nil), b...)
+			binary.LittleEndian.PutUint32(b[len(b)-4:], crcOf(b[:len(b)-4]))
+		}
+		ix, err := decodeSidecar(b)
+		if err != nil {
+			return
+		}
+		checkIndex(t, ix)
+		for k := 0; k < ix.NumColumns(); k++ {
+			for c := 0; c < ix.NumChunks(); c++ {
+				ix.Chunk(k, c)
+			}
+		}
+	})
+}
+
+// FuzzPageHeaderWalk walks fuzzed column chunk bytes; whatever the parser
+// accepts as a header, Thrift's own compact decoder must skip the same
+// bytes as one struct.
+func FuzzPageHeaderWalk(f *testing.F) {
+	for _, fx := range fixtures {
+		b, err := os.ReadFile(fx)
+		if err != nil {
+			f.Fatal(err)
+		}
+		// the first few pages of the file, from the first header
+		f.Add(b[4:min(len(b), 4+8192)])
+	}
+	f.Add([]byte{0x15, 0x00, 0x15, 0x02, 0x15, 0x02, 0x00, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parsePageHeader(b)
+		if err == nil {
+			if h.HeaderLen <= 0 || h.HeaderLen > len(b) {
+				t.Fatalf("header length %d of %d bytes", h.HeaderLen, len(b))
+			}
+			tr := thrift.NewTMemoryBufferLen(len(b))
+			tr.Write(b)
+			p := thrift.NewTCompactProtocolConf(tr, nil)
+			if err := p.Skip(context.Background(), thrift.STRUCT); err == nil {
+				if used := len(b) - tr.Len(); used != h.HeaderLen {
+					t.Fatalf("parser took %d bytes, thrift %d", h.HeaderLen, used)
+				}
+			}
+		}
+		// and the walk over the bytes as one column chunk
+		mem := memReader{"c": b}
+		bl := &builder{
+			opts:  Options{Reader: mem, HeaderWalk: true, WalkReadSize: 64}.fill(nil),
+			files: []FileInfo{{Path: "c", Size: int64(len(b))}},
+			metas: []fileMeta{{paths: []string{"c"}, maxRep: []int16{0}, rgRows: []int64{1 << 40}, chunks: []chunkRaw{{start: 0, end: int64(len(b))}}}},
+			ncols: 1, base: []int{0, 1}, res: make([]chunkPages, 1),
+		}
+		if err := bl.walkHeaders(context.Background()); err != nil {
+			return
+		}
+		end := int64(0)
+		for _, p := range bl.res[0].pages {
+			if p.off < end || p.off+int64(p.size) > int64(len(b)) {
+				t.Fatalf("page %+v overlaps %d or leaves %d bytes", p, end, len(b))
+			}
+			end = p.off + int64(p.size)
+		}
+	})
+}
+
+// TestWriteFixtures regenerates testdata/ when PAGEFEED_WRITE_FIXTURES is
+// set; otherwise it checks that the fixtures are still what the generator
+// writes (the generator is deterministic).
+func TestWriteFixtures(t *testing.T) {
+	write := os.Getenv("PAGEFEED_WRITE_FIXTURES") != ""
+	dir := t.TempDir()
+	cfgs := []gen.Config{
+		{Files: 1, RowsPerFile: 60, PageSize: 512, MeanTokens: 8, PageIndex: true, Dictionary: true, Codec: "snappy", Seed: 1, Prefix: "a"},
+		{Files: 1, RowsPerFile: 60, PageSize: 512, MeanTokens: 8, PageVersion: 2, Codec: "zstd", Seed: 2, Prefix: "b"},
+	}
+	for i, c := range cfgs {
+		c.Dir = dir
+		res, err := gen.Run(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(res.Files[0])
+		if write {
+			os.WriteFile(fixtures[i], got, 0o644)
+			continue
+		}
+		want, err := os.ReadFile(fixtures[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from what the generator writes now", fixtures[i])
+		}
+	}
+	if write {
+		ix, err := Build(context.Background(), fixtures, Options{Sidecar: "testdata/fixtures.idx", Logf: t.Logf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("fixtures: %+v", ix.Stats())
+		// seed corpora in testdata/fuzz
+		seed := func(name string, b []byte) {
+			d := filepath.Join("testdata", "fuzz", name)
+			os.MkdirAll(d, 0o755)
+			os.WriteFile(filepath.Join(d, fmt.Sprintf("seed-%x", crcOf(b))), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)), 0o644)
+		}
+		for _, fx := range fixtures {
+			b, _ := os.ReadFile(fx)
+			n := len(b)
+			flen := int(binary.LittleEndian.Uint32(b[n-8:]))
+			seed("FuzzFooter", b[n-8-flen:n-8])
+		}
+		b, _ := os.ReadFile(fixtures[0])
+		md, _, _ := footerTail("x", int64(len(b)), b)
+		for c := 0; c < md.NumColumns(); c++ {
+			if loc, ok := md.RowGroup(0).OffsetIndexLocation(c); ok {
+				seed("FuzzOffsetIndex", b[loc.Offset:loc.Offset+int64(loc.Length)])
+			}
+		}
+	}
+}
