@@ -340,7 +340,9 @@ func (pl *planner) split(plan *Plan, p *pool, reserve, total int) error {
 // nvmeFor sorts the controllers into local and remote ones for a group on
 // node (-1: unknown).
 func (pl *planner) nvmeFor(node int) (local, remote []string) {
-	single := len(pl.cpuNodes) <= 1
+	// One node with CPUs makes everything local; so does a machine
+	// without node tables whose devices name no node above 0.
+	single := len(pl.cpuNodes) == 1 || (len(pl.cpuNodes) == 0 && pl.maxDeviceNode() <= 0)
 	type far struct {
 		name string
 		d    int
@@ -366,6 +368,18 @@ func (pl *planner) nvmeFor(node int) (local, remote []string) {
 		remote = append(remote, f.name)
 	}
 	return local, remote
+}
+
+// maxDeviceNode is the highest numa_node any GPU or NVMe names.
+func (pl *planner) maxDeviceNode() int {
+	m := -1
+	for _, g := range pl.t.GPUs {
+		m = max(m, g.NUMANode)
+	}
+	for _, c := range pl.t.NVMe {
+		m = max(m, c.NUMANode)
+	}
+	return m
 }
 
 // normalize copies what NewPlan reads, so a plan never aliases its

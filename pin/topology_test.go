@@ -199,6 +199,10 @@ func TestDiscoverDamaged(t *testing.T) {
 				if p.Groups[5].Node != 1 || FormatCPUList(p.Trainer) != "0,56,112,168" {
 					t.Errorf("rank 5 node %d, trainer %v", p.Groups[5].Node, p.Trainer)
 				}
+				// NVMe locality survives: the devices name their nodes.
+				if got := strings.Join(p.Groups[5].NVMeLocal, ","); got != "nvme4,nvme5,nvme6,nvme7" {
+					t.Errorf("rank 5 local NVMe %s", got)
+				}
 			}},
 		{name: "distance garbled", fixture: "dgx", damage: write("devices/system/node/node0/distance", "10 2x\n"),
 			warn: "node0/distance", groups: dgxBase},
@@ -312,6 +316,9 @@ func TestDiscoverNoNUMADir(t *testing.T) {
 	checkPlan(t, topo, p, 8)
 	if got := groupCPUs(p); got[0] != "1-13,113-125" || got[7] != "98-111,210-223" {
 		t.Errorf("groups %q", got)
+	}
+	if got := strings.Join(p.Groups[0].NVMeLocal, ","); got != "nvme0,nvme1,nvme2,nvme3" || p.Groups[0].Node != 0 {
+		t.Errorf("rank 0 on node %d, local NVMe %s", p.Groups[0].Node, got)
 	}
 }
 
