@@ -110,6 +110,9 @@ func NewPlan(t Topology, opts Options) (Plan, error) {
 		return Plan{}, fmt.Errorf("pin: negative rank count %d", opts.Ranks)
 	}
 	t = normalize(t)
+	if opts.Ranks > len(t.CPUsOnline) { // before sizing anything by ranks
+		return Plan{}, fmt.Errorf("%w: %d ranks, %d online CPUs", ErrTooManyRanks, opts.Ranks, len(t.CPUsOnline))
+	}
 	pl := planner{t: &t, cpuNodes: map[int][]int{}, nodeIdx: map[int]int{}}
 	for i, n := range t.Nodes {
 		pl.nodeIdx[n.ID] = i
