@@ -236,6 +236,11 @@ func writeFile(path string, c Config, fileNo int) (size int64, err error) {
 		parquet.WithPageIndexEnabled(c.PageIndex),
 		parquet.WithDictionaryDefault(c.Dictionary),
 		parquet.WithStats(true),
+		// --dictionary on means dictionary pages, also for uncompressed
+		// columns where arrow-go would otherwise judge them not worth it.
+		parquet.WithDictionaryCostFallbackFor("id", !c.Dictionary),
+		parquet.WithDictionaryCostFallbackFor("input_ids.list.element", !c.Dictionary),
+		parquet.WithDictionaryCostFallbackFor("text", !c.Dictionary),
 	)
 	f, err := os.Create(path)
 	if err != nil {
