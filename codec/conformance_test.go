@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -50,6 +51,16 @@ type chunkPages struct {
 
 func readChunkPages(t testing.TB, path string, rdr *file.Reader, rg, col int) (*chunkPages, error) {
 	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return chunkPagesFrom(t, f, path, rdr, rg, col)
+}
+
+func chunkPagesFrom(t testing.TB, f io.ReaderAt, path string, rdr *file.Reader, rg, col int) (*chunkPages, error) {
+	t.Helper()
 	md := rdr.MetaData()
 	c, err := NewChunk(md, path, rg, col)
 	if err != nil {
@@ -60,11 +71,6 @@ func readChunkPages(t testing.TB, path string, rdr *file.Reader, rg, col int) (*
 		return nil, err
 	}
 	off, n := ChunkRange(cc)
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return nil, fmt.Errorf("read chunk: %w", err)
