@@ -94,7 +94,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		files[i] = FileInfo{Path: p, Size: st.Size(), ModTime: st.ModTime()}
 	}
 
-	sidecar := "off"
+	sidecar := "miss"
 	scPath := ""
 	if !opts.NoSidecar {
 		scPath = opts.Sidecar

@@ -102,9 +102,10 @@ type Stats struct {
 	HeaderWalk    int // column chunks located by walking page headers
 	ResidentBytes int64
 	BuildTime     time.Duration
-	// Sidecar is "off" (NoSidecar), "hit" (loaded), "written" (none was
-	// there), "rebuilt" (one was there but stale or corrupt) or "miss"
-	// (none could be written; Logf says why).
+	// Sidecar is "hit" (loaded), "written" (none was there; built and
+	// written), "rebuilt" (one was there but stale or corrupt; rebuilt and
+	// rewritten) or "miss" (built, no sidecar written: NoSidecar, or the
+	// write failed and Logf says why).
 	Sidecar     string
 	SidecarPath string
 }

@@ -81,7 +81,7 @@ func TestSidecarLifecycle(t *testing.T) {
 			genDataset(t, c) // rewrites files[0] with other content
 		}, opts, "rebuilt", "changed since"},
 		{"unwritable", nil, Options{Columns: []string{"input_ids"}, Sidecar: filepath.Join(t.TempDir(), "no", "such", "dir", "x")}, "miss", "not written"},
-		{"off", nil, Options{Columns: []string{"input_ids"}, NoSidecar: true}, "off", ""},
+		{"off", nil, Options{Columns: []string{"input_ids"}, NoSidecar: true}, "miss", ""},
 	}
 	for _, s := range steps {
 		if s.before != nil {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/pagefeed/pagefeed/index"
+)
+
+func init() {
+	register("index", "build (or load) the page index of Parquet files and summarise it", runIndex)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// indexReport is the JSON of `pagefeed index --json`.
+type indexReport struct {
+	Files         int     `json:"files"`
+	RowGroups     int     `json:"row_groups"`
+	ColumnChunks  int     `json:"column_chunks"`
+	Pages         int64   `json:"pages"`
+	Rows          int64   `json:"rows"`
+	Source        source  `json:"source"`
+	ResidentBytes int64   `json:"resident_bytes"`
+	BytesPerPage  float64 `json:"bytes_per_page"`
+	BuildMs       float64 `json:"build_ms"`
+	Sidecar       string  `json:"sidecar"`
+	SidecarPath   string  `json:"sidecar_path,omitempty"`
+	Columns       []col   `json:"columns"`
+}
+
+// source counts column chunks by where their page locations came from.
+type source struct {
+	OffsetIndex int `json:"offset_index"`
+	HeaderWalk  int `json:"header_walk"`
+}
+
+type col struct {
+	Path  string `json:"path"`
+	Pages int    `json:"pages"`
+}
+
+// runIndex: pagefeed index PATH... [--column NAME]... [--sidecar FILE |
+// --no-sidecar] [--header-walk] [--json]. Flags and paths may be mixed.
+func runIndex(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("index", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cols stringList
+	fs.Var(&cols, "column", "project this column (dotted leaf path or top-level name); repeatable; default all")
+	sidecar := fs.String("sidecar", "", "sidecar `file` (default: next to the dataset)")
+	noSidecar := fs.Bool("no-sidecar", false, "neither read nor write a sidecar")
+	walk := fs.Bool("header-walk", false, "ignore offset indexes and walk page headers")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	par := fs.Int("parallel", 0, "reads in flight (default max(8, 2×GOMAXPROCS))")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: pagefeed index PATH... [--column NAME]... [--sidecar FILE | --no-sidecar] [--json]")
+		fs.PrintDefaults()
+	}
+	var paths []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		paths = append(paths, args[0])
+		args = args[1:]
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("no PATH given (usage: pagefeed index PATH... [--column NAME]... [--sidecar FILE | --no-sidecar] [--json])")
+	}
+	if *sidecar != "" && *noSidecar {
+		return fmt.Errorf("--sidecar and --no-sidecar exclude each other")
+	}
+	ix, err := index.Build(context.Background(), paths, index.Options{
+		Columns:     cols,
+		Sidecar:     *sidecar,
+		NoSidecar:   *noSidecar,
+		HeaderWalk:  *walk,
+		Parallelism: *par,
+		Logf:        func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed index: "+f+"\n", a...) },
+	})
+	if err != nil {
+		return err
+	}
+	st := ix.Stats()
+	r := indexReport{
+		Files: st.Files, RowGroups: st.RowGroups, ColumnChunks: st.ColumnChunks,
+		Pages: st.Pages, Rows: st.Rows,
+		Source:        source{OffsetIndex: st.OffsetIndex, HeaderWalk: st.HeaderWalk},
+		ResidentBytes: st.ResidentBytes,
+		BuildMs:       float64(st.BuildTime.Microseconds()) / 1000,
+		Sidecar:       st.Sidecar,
+		SidecarPath:   st.SidecarPath,
+	}
+	if st.Pages > 0 {
+		r.BytesPerPage = float64(st.ResidentBytes) / float64(st.Pages)
+	}
+	for k := 0; k < ix.NumColumns(); k++ {
+		r.Columns = append(r.Columns, col{Path: ix.Column(k).Path, Pages: ix.NumPages(k)})
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(r)
+	}
+	fmt.Fprintf(stdout, "files          %d\n", r.Files)
+	fmt.Fprintf(stdout, "row groups     %d\n", r.RowGroups)
+	fmt.Fprintf(stdout, "column chunks  %d (offset index %d, header walk %d)\n", r.ColumnChunks, r.Source.OffsetIndex, r.Source.HeaderWalk)
+	fmt.Fprintf(stdout, "pages          %d\n", r.Pages)
+	for _, c := range r.Columns {
+		fmt.Fprintf(stdout, "  %-28s %d\n", c.Path, c.Pages)
+	}
+	fmt.Fprintf(stdout, "rows           %d\n", r.Rows)
+	fmt.Fprintf(stdout, "resident       %d bytes (%.2f per page)\n", r.ResidentBytes, r.BytesPerPage)
+	fmt.Fprintf(stdout, "build          %.1f ms\n", r.BuildMs)
+	if r.SidecarPath != "" {
+		fmt.Fprintf(stdout, "sidecar        %s (%s)\n", r.Sidecar, r.SidecarPath)
+	} else {
+		fmt.Fprintf(stdout, "sidecar        %s\n", r.Sidecar)
+	}
+	return nil
+}
