@@ -96,4 +96,3 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 		len(res.Files), res.Rows, ix.Stats().Pages, strings.Join(perCol, ", "), res.Bytes, c.Dir)
 	return nil
 }
-
