@@ -154,4 +154,3 @@ func BenchmarkLocate(b *testing.B) {
 		})
 	}
 }
-
