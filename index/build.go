@@ -479,14 +479,14 @@ func (b *builder) readFooters(ctx context.Context) error {
 		l = min(l, f.Size)
 		rs[i] = Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
 	}
-	parse := func(i int, data []byte, err error) {
+	parse := func(i int, r Range, data []byte, err error) {
 		f := &b.files[i]
 		if err != nil {
 			errs[i] = err
 			return
 		}
-		if len(data) != rs[i].Len {
-			errs[i] = &Error{Op: "footer", Path: f.Path, Off: rs[i].Off, Err: fmt.Errorf("%w: file shrank while indexing", ErrCorrupt)}
+		if len(data) != r.Len {
+			errs[i] = &Error{Op: "footer", Path: f.Path, Off: r.Off, Err: fmt.Errorf("%w: file shrank while indexing", ErrCorrupt)}
 			return
 		}
 		md, nd, err := footerTail(f.Path, f.Size, data)
@@ -500,7 +500,8 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
 	}
-	if err := b.opts.Reader.ReadBatch(ctx, rs, parse); err != nil {
+	err := b.opts.Reader.ReadBatch(ctx, rs, func(i int, data []byte, err error) { parse(i, rs[i], data, err) })
+	if err != nil {
 		return err
 	}
 	var again []Range
@@ -513,12 +514,10 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 	}
 	if len(again) > 0 {
-		copy(rs, again)
-		rs = rs[:len(again)]
 		err := b.opts.Reader.ReadBatch(ctx, again, func(j int, data []byte, err error) {
 			i := idx[j]
 			need[i] = 0
-			parse(i, data, err)
+			parse(i, again[j], data, err)
 			if need[i] > 0 && errs[i] == nil {
 				errs[i] = corrupt("footer", b.files[i].Path, "", b.files[i].Size-8, "footer does not fit its own length")
 			}

