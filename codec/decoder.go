@@ -19,6 +19,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"runtime"
@@ -55,7 +56,8 @@ type Options struct {
 	// Default DefaultMaxPageValues (4 Mi).
 	MaxPageValues int
 	// Mem allocates the buffers of returned Arrow arrays. Default
-	// memory.DefaultAllocator.
+	// DefaultAllocator, a PoolAllocator that reuses the buffers of released
+	// arrays (release Pages and arrays to benefit).
 	Mem memory.Allocator
 }
 
@@ -67,7 +69,7 @@ func (o *Options) fill() {
 		o.MaxPageValues = DefaultMaxPageValues
 	}
 	if o.Mem == nil {
-		o.Mem = memory.DefaultAllocator
+		o.Mem = DefaultAllocator
 	}
 }
 
@@ -115,6 +117,7 @@ type Dictionary struct {
 	buf       []byte
 	numValues int32
 	encoding  parquet.Encoding
+	i32       []int32 // the values of an int32 dictionary, for the consumer-buffer path
 }
 
 // NumValues returns the number of dictionary entries.
@@ -201,7 +204,14 @@ func (d *Decoder) Dictionary(c *Chunk, pageBytes []byte, off int64) (dict *Dicti
 	if err := d.dec.decompress(c.Codec, buf, body); err != nil {
 		return nil, c.err("decompress", off, decompressErr(c.Codec, err))
 	}
-	return &Dictionary{chunk: c, buf: buf, numValues: h.Dict.NumValues, encoding: parquet.Encoding(h.Dict.Encoding)}, nil
+	dict = &Dictionary{chunk: c, buf: buf, numValues: h.Dict.NumValues, encoding: parquet.Encoding(h.Dict.Encoding)}
+	if c.Descr != nil && c.Descr.PhysicalType() == parquet.Types.Int32 && len(buf) >= 4*int(h.Dict.NumValues) {
+		dict.i32 = make([]int32, h.Dict.NumValues)
+		for i := range dict.i32 {
+			dict.i32[i] = int32(binary.LittleEndian.Uint32(buf[4*i:]))
+		}
+	}
+	return dict, nil
 }
 
 // checkBody bounds the header's sizes, checks the CRC and returns the
@@ -361,43 +371,50 @@ type pageInfo struct {
 // loadPage parses, checks and decompresses the page in pageBytes into span
 // buffer k and arms it on st's page reader.
 func (d *Decoder) loadPage(c *Chunk, st *colState, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, err error) {
+	h, _, err = d.loadBytes(c, st, dict, k, pageBytes)
+	return h, err
+}
+
+// loadBytes is loadPage that also returns the decompressed page; with st
+// nil it only decompresses (the consumer-buffer path decodes by itself).
+func (d *Decoder) loadBytes(c *Chunk, st *colState, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, page []byte, err error) {
 	h, n, err := ParsePageHeader(pageBytes)
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	switch h.Type {
 	case DataPage:
 		if !h.Data.Set {
-			return h, kindf(ErrCorrupt, "data page without data_page_header")
+			return h, nil, kindf(ErrCorrupt, "data page without data_page_header")
 		}
 	case DataPageV2:
 		if !h.V2.Set {
-			return h, kindf(ErrCorrupt, "data page v2 without data_page_header_v2")
+			return h, nil, kindf(ErrCorrupt, "data page v2 without data_page_header_v2")
 		}
 	case DictionaryPage:
-		return h, kindf(ErrCorrupt, "dictionary page where a data page was expected (decode it with Decoder.Dictionary)")
+		return h, nil, kindf(ErrCorrupt, "dictionary page where a data page was expected (decode it with Decoder.Dictionary)")
 	case IndexPage:
-		return h, kindf(ErrUnsupported, "index page")
+		return h, nil, kindf(ErrUnsupported, "index page")
 	default:
-		return h, kindf(ErrCorrupt, "unknown page type %d", int32(h.Type))
+		return h, nil, kindf(ErrCorrupt, "unknown page type %d", int32(h.Type))
 	}
 	nv := h.NumValues()
 	if nv < 0 {
-		return h, kindf(ErrCorrupt, "negative value count %d", nv)
+		return h, nil, kindf(ErrCorrupt, "negative value count %d", nv)
 	}
 	if int(nv) > d.opts.MaxPageValues {
-		return h, kindf(ErrPageTooLarge, "page claims %d values; limit %d", nv, d.opts.MaxPageValues)
+		return h, nil, kindf(ErrPageTooLarge, "page claims %d values; limit %d", nv, d.opts.MaxPageValues)
 	}
 	body, err := d.checkBody(&h, pageBytes[n:])
 	if err != nil {
-		return h, err
+		return h, nil, err
 	}
 	enc := parquet.Encoding(h.Data.Encoding)
 	if h.Type == DataPageV2 {
 		enc = parquet.Encoding(h.V2.Encoding)
 	}
 	if err := checkEncoding(c, enc, dict); err != nil {
-		return h, err
+		return h, nil, err
 	}
 	for len(d.spans) <= k {
 		d.spans = append(d.spans, spanBuf{})
@@ -412,21 +429,24 @@ func (d *Decoder) loadPage(c *Chunk, st *colState, dict *Dictionary, k int, page
 		if size == 0 && len(body) == 0 {
 			// an empty page: nothing to decompress
 		} else if err := d.dec.decompress(c.Codec, dst, body); err != nil {
-			return h, decompressErr(c.Codec, err)
+			return h, nil, decompressErr(c.Codec, err)
+		}
+		if st == nil {
+			return h, dst, nil
 		}
 		sb.buf.Reset(dst)
 		pg := file.NewDataPageV1WithConfig(&sb.buf, parquet.Encoding(h.Data.DefEncoding), parquet.Encoding(h.Data.RepEncoding),
 			file.DataPageConfig{Num: nv, Encoding: enc, UncompressedSize: h.UncompressedSize, FirstRowIndex: -1})
 		st.pr.arm(pg)
-		return h, nil
+		return h, dst, nil
 	}
 	v2 := &h.V2
 	lv := int64(v2.DefLevelsLen) + int64(v2.RepLevelsLen)
 	if v2.DefLevelsLen < 0 || v2.RepLevelsLen < 0 || lv > int64(len(body)) || lv > int64(size) {
-		return h, kindf(ErrCorrupt, "data page v2 level lengths %d+%d exceed the page", v2.RepLevelsLen, v2.DefLevelsLen)
+		return h, nil, kindf(ErrCorrupt, "data page v2 level lengths %d+%d exceed the page", v2.RepLevelsLen, v2.DefLevelsLen)
 	}
 	if v2.NumNulls < 0 || v2.NumRows < 0 {
-		return h, kindf(ErrCorrupt, "data page v2 with negative null or row count")
+		return h, nil, kindf(ErrCorrupt, "data page v2 with negative null or row count")
 	}
 	copy(dst, body[:lv])
 	if int64(size) == lv {
@@ -435,18 +455,21 @@ func (d *Decoder) loadPage(c *Chunk, st *colState, dict *Dictionary, k int, page
 		// valid stream of nothing; there is nothing to decompress either way.
 	} else if v2.IsCompressed && c.Codec != compress.Codecs.Uncompressed {
 		if err := d.dec.decompress(c.Codec, dst[lv:], body[lv:]); err != nil {
-			return h, decompressErr(c.Codec, err)
+			return h, nil, decompressErr(c.Codec, err)
 		}
 	} else if len(body) != size {
-		return h, kindf(ErrCorrupt, "uncompressed data page v2 body is %d bytes, header says %d", len(body), size)
+		return h, nil, kindf(ErrCorrupt, "uncompressed data page v2 body is %d bytes, header says %d", len(body), size)
 	} else {
 		copy(dst[lv:], body[lv:])
+	}
+	if st == nil {
+		return h, dst, nil
 	}
 	sb.buf.Reset(dst)
 	pg := file.NewDataPageV2WithConfig(&sb.buf, v2.NumNulls, v2.NumRows, v2.DefLevelsLen, v2.RepLevelsLen, false,
 		file.DataPageConfig{Num: nv, Encoding: enc, UncompressedSize: h.UncompressedSize, FirstRowIndex: -1})
 	st.pr.arm(pg)
-	return h, nil
+	return h, dst, nil
 }
 
 // checkEncoding refuses encodings arrow-go cannot read for this column with

@@ -1,0 +1,231 @@
+package codec
+
+import (
+	"encoding/binary"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+)
+
+// IntoResult describes a page decoded into a consumer's buffers.
+type IntoResult struct {
+	// Rows is the number of rows that start in this page.
+	Rows int
+	// Values is the number of values written, LeadingValues included.
+	Values int
+	// LeadingLevels counts the levels at the page's head that continue the
+	// previous page's last row (as Page.LeadingLevels).
+	LeadingLevels int
+	// LeadingValues is how many values at the head of the values buffer
+	// belong to the previous page's last row: append them to it. The page's
+	// own rows start after them.
+	LeadingValues int
+	// LastRowMayContinue says the last row may go on in the next page (as
+	// Page.LastRowMayContinue); its continuation is that page's
+	// LeadingValues.
+	LastRowMayContinue bool
+}
+
+// DecodeInt32Into decodes a data page of an int32 column that is neither
+// repeated nor nested straight into dst, without allocating. dst must hold
+// the page's value count (PageHeader.NumValues); a shorter dst fails with
+// ErrShortBuffer. A page holding nulls, a column of another shape, or an
+// encoding whose decoder allocates fails with ErrUnsupported, and the
+// caller should use DecodePage. PLAIN and RLE_DICTIONARY pages decode with
+// zero allocations once the Decoder is warm.
+func (d *Decoder) DecodeInt32Into(c *Chunk, dict *Dictionary, pageBytes []byte, off int64, dst []int32) (IntoResult, error) {
+	var res IntoResult
+	h, nl, vb, err := d.intoPrologue(c, dict, pageBytes, 0)
+	if err != nil {
+		return res, c.err("decode", off, err)
+	}
+	if len(dst) < nl {
+		return res, c.err("decode", off, kindf(ErrShortBuffer, "page has %d values, buffer holds %d", nl, len(dst)))
+	}
+	maxDef := c.Descr.MaxDefinitionLevel()
+	if n := countDefined(d.defs[:nl], maxDef); n != nl {
+		return res, c.err("decode", off, kindf(ErrUnsupported, "page holds %d nulls; use DecodePage", nl-n))
+	}
+	if err := valuesInto(&h, dict, vb, nl, dst); err != nil {
+		return res, c.err("decode", off, err)
+	}
+	res.Rows, res.Values = nl, nl
+	return res, nil
+}
+
+// DecodeListInt32Into decodes a data page of a list<int32> column straight
+// into values (the page's elements, in order) and offsets (row i holds
+// values[offsets[i]:offsets[i+1]]), without allocating. values must hold
+// the page's value count and offsets one more than that; shorter buffers
+// fail with ErrShortBuffer. Rows that cross pages are reported as in
+// IntoResult. Null lists and null elements cannot be represented and fail
+// with ErrUnsupported, as do other column shapes and encodings; use
+// DecodePage then.
+func (d *Decoder) DecodeListInt32Into(c *Chunk, dict *Dictionary, pageBytes []byte, off int64, values, offsets []int32) (IntoResult, error) {
+	var res IntoResult
+	h, nl, vb, err := d.intoPrologue(c, dict, pageBytes, 1)
+	if err != nil {
+		return res, c.err("decode", off, err)
+	}
+	if len(values) < nl || len(offsets) < nl+1 {
+		return res, c.err("decode", off, kindf(ErrShortBuffer, "page has %d values; buffers hold %d values, %d offsets", nl, len(values), len(offsets)))
+	}
+	p := d.plans[c.Descr]
+	list := p.path[0].LevelInfo
+	maxDef := c.Descr.MaxDefinitionLevel()
+	defs, reps := d.defs[:nl], d.reps[:nl]
+	vi, rows := 0, 0
+	lead := firstRowStart(reps)
+	for i, def := range defs {
+		if def < maxDef {
+			if def >= list.DefLevel || def < list.DefLevel-1 {
+				// a null element, or a null list
+				return res, c.err("decode", off, kindf(ErrUnsupported, "page holds null lists or elements; use DecodePage"))
+			}
+		}
+		if i >= lead && reps[i] == 0 {
+			offsets[rows] = int32(vi)
+			rows++
+		}
+		if def >= maxDef {
+			vi++
+		}
+	}
+	offsets[rows] = int32(vi)
+	if err := valuesInto(&h, dict, vb, vi, values); err != nil {
+		return res, c.err("decode", off, err)
+	}
+	res.Rows, res.Values = rows, vi
+	res.LeadingLevels = lead
+	res.LeadingValues = countDefined(defs[:lead], maxDef)
+	res.LastRowMayContinue = lead < nl && h.Type == DataPage
+	if rows == 0 {
+		offsets[0] = int32(vi)
+		res.LeadingValues = vi
+	}
+	return res, nil
+}
+
+// intoPrologue checks the column's shape (depth 0: a flat int32 column;
+// depth 1: list<int32>), loads the page and decodes its levels into the
+// scratch. It returns the page's level count and its value bytes.
+func (d *Decoder) intoPrologue(c *Chunk, dict *Dictionary, pageBytes []byte, depth int) (h PageHeader, nl int, vals []byte, err error) {
+	if d.closed {
+		return h, 0, nil, ErrClosed
+	}
+	if c.Encrypted {
+		return h, 0, nil, kindf(ErrUnsupported, "encrypted column")
+	}
+	if c.Descr == nil || c.Descr.PhysicalType() != parquet.Types.Int32 {
+		return h, 0, nil, kindf(ErrUnsupported, "not an int32 column")
+	}
+	p, err := d.plan(c)
+	if err != nil {
+		return h, 0, nil, err
+	}
+	if p.fail != nil {
+		return h, 0, nil, p.fail
+	}
+	if len(p.path) != depth+1 || p.leaf.Field.Type.ID() != arrow.INT32 ||
+		int(c.Descr.MaxRepetitionLevel()) != depth ||
+		(depth == 1 && p.path[0].Field.Type.ID() != arrow.LIST) {
+		return h, 0, nil, kindf(ErrUnsupported, "column shape %s is not %s", p, map[int]string{0: "int32", 1: "list<int32>"}[depth])
+	}
+	h, page, err := d.loadBytes(c, nil, dict, 0, pageBytes)
+	if err != nil {
+		return h, 0, nil, err
+	}
+	nl = int(h.NumValues())
+	d.growLevels(nl)
+	maxRep, maxDef := c.Descr.MaxRepetitionLevel(), c.Descr.MaxDefinitionLevel()
+	reps, defs := d.reps[:nl], d.defs[:nl]
+	if h.Type == DataPageV2 {
+		rl, dl := int(h.V2.RepLevelsLen), int(h.V2.DefLevelsLen)
+		if err := levelsInto(page[:rl], maxRep, reps); err != nil {
+			return h, 0, nil, err
+		}
+		if err := levelsInto(page[rl:rl+dl], maxDef, defs); err != nil {
+			return h, 0, nil, err
+		}
+		return h, nl, page[rl+dl:], nil
+	}
+	for _, lv := range []struct {
+		max int16
+		enc int32
+		out []int16
+	}{{maxRep, h.Data.RepEncoding, reps}, {maxDef, h.Data.DefEncoding, defs}} {
+		if lv.max == 0 {
+			clear(lv.out)
+			continue
+		}
+		if lv.enc != int32(parquet.Encodings.RLE) {
+			return h, 0, nil, kindf(ErrUnsupported, "level encoding %s in the consumer-buffer path", encName(parquet.Encoding(lv.enc)))
+		}
+		if len(page) < 4 {
+			return h, 0, nil, kindf(ErrCorrupt, "levels truncated")
+		}
+		n := int(binary.LittleEndian.Uint32(page))
+		if n < 0 || n > len(page)-4 {
+			return h, 0, nil, kindf(ErrCorrupt, "levels of %d bytes overrun the page", n)
+		}
+		if err := levelsInto(page[4:4+n], lv.max, lv.out); err != nil {
+			return h, 0, nil, err
+		}
+		page = page[4+n:]
+	}
+	return h, nl, page, nil
+}
+
+// levelsInto decodes RLE levels (all zero when max is 0).
+func levelsInto(b []byte, max int16, out []int16) error {
+	if max == 0 {
+		clear(out)
+		return nil
+	}
+	if err := rleDecode(b, bitWidth(int(max)), len(out), uint32(max), out); err != nil {
+		return wrapKind(ErrCorrupt, err, "levels")
+	}
+	return nil
+}
+
+// valuesInto decodes n int32 values of a PLAIN or dictionary-encoded page
+// into dst.
+func valuesInto(h *PageHeader, dict *Dictionary, b []byte, n int, dst []int32) error {
+	enc := parquet.Encoding(h.Data.Encoding)
+	if h.Type == DataPageV2 {
+		enc = parquet.Encoding(h.V2.Encoding)
+	}
+	switch enc {
+	case parquet.Encodings.Plain:
+		if len(b) < 4*n {
+			return kindf(ErrCorrupt, "page holds %d bytes of PLAIN int32, %d values need %d", len(b), n, 4*n)
+		}
+		for i := range dst[:n] {
+			dst[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+		return nil
+	case parquet.Encodings.RLEDict, parquet.Encodings.PlainDict:
+		if dict == nil || dict.i32 == nil {
+			return kindf(ErrCorrupt, "dictionary-encoded page without an int32 dictionary")
+		}
+		if n == 0 {
+			return nil
+		}
+		if len(b) < 1 {
+			return kindf(ErrCorrupt, "dictionary indices truncated")
+		}
+		if len(dict.i32) == 0 {
+			return kindf(ErrCorrupt, "dictionary-encoded values with an empty dictionary")
+		}
+		idx := dst[:n]
+		if err := rleDecode(b[1:], int(b[0]), n, uint32(len(dict.i32)-1), idx); err != nil {
+			return wrapKind(ErrCorrupt, err, "dictionary indices")
+		}
+		vals := dict.i32
+		for i, k := range idx {
+			idx[i] = vals[k]
+		}
+		return nil
+	}
+	return kindf(ErrUnsupported, "encoding %s in the consumer-buffer path", encName(enc))
+}
