@@ -1,13 +1,9 @@
 package engine
 
 import (
-	"context"
-	"errors"
+	"sync"
+	"sync/atomic"
 )
-
-// errTODO marks bodies the engine owner has not written yet.
-// The engine owner replaces every use of it; nothing ships with it.
-var errTODO = errors.New("engine: not implemented yet")
 
 // Kind selects the I/O backend.
 type Kind int
@@ -60,6 +56,12 @@ type File struct {
 	fd     int
 	// alignment for O_DIRECT: offsets and memory
 	offAlign, memAlign int
+
+	regIdx   int32        // index in the engines' registered-file tables, or -1
+	inflight atomic.Int64 // reads submitted and not yet completed
+	closing  atomic.Bool
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when inflight drops to 0 while closing
 }
 
 // Path returns the path the file was opened with.
@@ -93,34 +95,61 @@ type Completion struct {
 	Worker   int
 	SubmitNs int64 // with Options.Timestamps
 	DoneNs   int64
+
+	s *slot // the slot this completion lives in; set once
 }
 
-// Release returns the completion's slot to its worker. Calling it twice panics.
-func (c *Completion) Release() {}
+// Release returns the completion's slot to its worker. Calling it twice (or
+// after Resubmit) panics: the slot's refcount would underflow.
+func (c *Completion) Release() { c.s.release() }
 
 // Resubmit reuses the completion's slot for req on the same worker without
-// blocking: the closed loop of a benchmark. It may be called only from a
-// Queue Handler. req.Worker is ignored.
-func (c *Completion) Resubmit(req Request) error { return errTODO }
-
-// New starts an engine's workers.
-func New(opts Options) (*Engine, error) { return nil, errTODO }
+// blocking or allocating: the closed loop of a benchmark. It may be called
+// only from a Queue Handler, on the completion it was handed. req.Worker is
+// ignored; the request stays on the completion's queue. On error (ErrClosed
+// once Close began, ErrTooLarge, ...) the completion is unchanged and still
+// owned by the caller, who must Release it.
+func (c *Completion) Resubmit(req Request) error { return c.s.resubmit(&req) }
 
 // Engine is the data plane. Its methods are safe for concurrent use.
-type Engine struct{}
+// Create it with New; stop it with Close.
+type Engine struct {
+	opts Options
 
-// Open opens path for reads, with O_DIRECT when Options.Direct allows and
-// the file system accepts it.
-func (e *Engine) Open(path string) (*File, error) { return nil, errTODO }
+	infoMu  sync.Mutex
+	info    Info
+	noticed map[string]bool
 
-// CloseFile closes f. Reads of f still in flight finish first.
-func (e *Engine) CloseFile(f *File) error { return errTODO }
+	workers []*worker
+	rr      atomic.Uint32
+	wg      sync.WaitGroup
+
+	// subMu orders Submit against Close: Submit holds it shared while it
+	// posts, Close takes it exclusively once closing is set, so no request
+	// is posted to a worker after the worker was told to stop.
+	subMu     sync.RWMutex
+	closing   atomic.Bool
+	closedCh  chan struct{} // closed when Close begins: unblocks Submit
+	doneCh    chan struct{} // closed when every worker has exited: unblocks Next
+	closeOnce sync.Once
+
+	taken       atomic.Int64 // slots not free: submitted or held by a consumer
+	workersDone atomic.Bool
+	unmapOnce   sync.Once
+
+	filesMu sync.Mutex
+	files   map[*File]struct{}
+	regFree []int32 // free registered-file indices
+}
 
 // Info reports the backend and the fallbacks taken.
-func (e *Engine) Info() Info { return Info{} }
-
-// Close stops the workers after every read in flight completes.
-func (e *Engine) Close() error { return errTODO }
+func (e *Engine) Info() Info {
+	e.infoMu.Lock()
+	defer e.infoMu.Unlock()
+	in := e.info
+	in.Notices = append([]string(nil), e.info.Notices...)
+	return in
+}
 
 // QueueOptions configures a Queue.
 type QueueOptions struct {
@@ -133,21 +162,22 @@ type QueueOptions struct {
 
 // Queue is one consumer's stream of requests and completions; several
 // queues share an engine's workers. Safe for concurrent use.
-type Queue struct{}
+type Queue struct {
+	e        *Engine
+	handler  func(c *Completion)
+	ch       chan *Completion // capacity: every slot of the engine, so delivery never blocks
+	inflight atomic.Int64
 
-// NewQueue creates a completion queue on e.
-func (e *Engine) NewQueue(opts QueueOptions) *Queue { return nil }
+	mu   sync.Mutex
+	idle chan struct{} // closed when inflight reaches 0; nil when nobody waits
+}
 
-// Submit queues reqs. It blocks while no slot is free and returns ctx.Err()
-// if ctx ends first (requests already queued still complete).
-func (q *Queue) Submit(ctx context.Context, reqs []Request) error { return errTODO }
-
-// Next returns the next completion in arrival order, blocking until one
-// lands or ctx ends.
-func (q *Queue) Next(ctx context.Context) (*Completion, error) { return nil, errTODO }
-
-// InFlight returns the number of requests submitted and not yet released.
-func (q *Queue) InFlight() int { return 0 }
-
-// Drain waits until every request of the queue is completed and released.
-func (q *Queue) Drain(ctx context.Context) error { return errTODO }
+// NewQueue creates a completion queue on e. On a closed engine the queue's
+// Submit returns ErrClosed.
+func (e *Engine) NewQueue(opts QueueOptions) *Queue {
+	n := 0
+	for _, w := range e.workers {
+		n += len(w.slots)
+	}
+	return &Queue{e: e, handler: opts.Handler, ch: make(chan *Completion, n)}
+}

@@ -1,0 +1,682 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/pagefeed/pagefeed/ring"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		benchCleanup()
+		os.Exit(code)
+	}))
+}
+
+// backend is one engine configuration the shared test table runs against.
+type backend struct {
+	name   string
+	opts   Options
+	shm    bool // file on /dev/shm (tmpfs takes O_DIRECT only on newer kernels)
+	direct int  // expected File.Direct: 1 true, 0 false, -1 either
+	refuse bool // open refuses O_DIRECT with EINVAL, as older tmpfs and FUSE do
+}
+
+func backends() []backend {
+	return []backend{
+		{name: "uring/direct", opts: Options{Kind: IOUring}, direct: 1},
+		{name: "uring/direct/regfiles/2workers", opts: Options{Kind: IOUring, Workers: 2, RegisterFiles: true, QueueDepth: 16}, direct: 1},
+		{name: "uring/direct/nofixed", opts: Options{Kind: IOUring, FixedBuffers: Off}, direct: 1},
+		{name: "uring/shm", opts: Options{Kind: IOUring}, shm: true, direct: -1},
+		{name: "uring/buffered-refused", opts: Options{Kind: IOUring}, shm: true, refuse: true},
+		{name: "uring/buffered-off", opts: Options{Kind: IOUring, Direct: Off}},
+		{name: "pread/direct", opts: Options{Kind: Pread, QueueDepth: 8}, direct: 1},
+		{name: "pread/shm", opts: Options{Kind: Pread}, shm: true, direct: -1},
+		{name: "pread/buffered-refused", opts: Options{Kind: Pread}, refuse: true},
+	}
+}
+
+// newEngine starts an engine that the test closes; it skips when io_uring
+// is refused by this kernel.
+func newEngine(t testing.TB, o Options) *Engine {
+	t.Helper()
+	if o.Logf == nil {
+		o.Logf = t.Logf
+	}
+	e, err := New(o)
+	if err != nil {
+		if o.Kind == IOUring && fallbackErr(err) {
+			t.Skipf("io_uring unavailable: %v", err)
+		}
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// content returns size deterministic bytes.
+func content(size int) []byte {
+	b := make([]byte, size)
+	r := rand.New(rand.NewPCG(uint64(size), 7))
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := r.Uint64()
+		for k := 0; k < 8; k++ {
+			b[i+k] = byte(v >> (8 * k))
+		}
+	}
+	for i := len(b) &^ 7; i < len(b); i++ {
+		b[i] = byte(i)
+	}
+	return b
+}
+
+// writeFile lays out data in a temp dir (on /dev/shm when shm) and returns
+// its path.
+func writeFile(t testing.TB, data []byte, shm bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	if shm {
+		if _, err := os.Stat("/dev/shm"); err != nil {
+			t.Skip("no /dev/shm")
+		}
+		d, err := os.MkdirTemp("/dev/shm", "pagefeed-engine-test-")
+		if err != nil {
+			t.Skip(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+		dir = d
+	}
+	p := filepath.Join(dir, "data.bin")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// expect returns the bytes a read of [off, off+n) must yield.
+func expect(data []byte, off int64, n int) []byte {
+	if off >= int64(len(data)) {
+		return nil
+	}
+	end := min(off+int64(n), int64(len(data)))
+	return data[off:end]
+}
+
+// checkCompletion asserts c carries exactly the expected bytes.
+func checkCompletion(t testing.TB, c *Completion, data []byte, lens map[uint64]int) {
+	t.Helper()
+	if c.Err != nil {
+		t.Fatalf("tag %d off %d: %v", c.Tag, c.Off, c.Err)
+	}
+	n, ok := lens[c.Tag]
+	if !ok {
+		t.Fatalf("unknown tag %d", c.Tag)
+	}
+	want := expect(data, c.Off, n)
+	if len(c.Data) != len(want) || string(c.Data) != string(want) {
+		t.Fatalf("tag %d off %d len %d: got %d bytes, want %d (content equal: %v)",
+			c.Tag, c.Off, n, len(c.Data), len(want), string(c.Data) == string(want))
+	}
+}
+
+// refuseDirect makes open(2) refuse O_DIRECT with EINVAL for the test.
+func refuseDirect(t *testing.T) {
+	t.Helper()
+	saved := openFile
+	openFile = func(path string, flags int) (int, error) {
+		if flags&unix.O_DIRECT != 0 {
+			return -1, unix.EINVAL
+		}
+		return saved(path, flags)
+	}
+	t.Cleanup(func() { openFile = saved })
+}
+
+func TestDirectOnRequired(t *testing.T) {
+	refuseDirect(t)
+	e := newEngine(t, Options{Kind: Pread, Direct: On})
+	if _, err := e.Open(writeFile(t, []byte("x"), false)); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("Direct On with O_DIRECT refused: %v", err)
+	}
+}
+
+func TestReadsExactBytes(t *testing.T) {
+	const size = 3<<20 + 777 // not a multiple of any alignment
+	data := content(size)
+	for _, be := range backends() {
+		t.Run(be.name, func(t *testing.T) {
+			path := writeFile(t, data, be.shm)
+			if be.refuse {
+				refuseDirect(t)
+			}
+			e := newEngine(t, be.opts)
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if be.direct >= 0 && f.Direct() != (be.direct == 1) {
+				t.Fatalf("Direct() = %v, want %v", f.Direct(), be.direct == 1)
+			}
+			if f.Size() != size || f.Path() != path {
+				t.Fatalf("Size %d Path %q", f.Size(), f.Path())
+			}
+			if be.refuse {
+				// Said once per device, however many files.
+				g, err := e.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.CloseFile(g)
+				if n := len(e.Info().Notices); n != 1 {
+					t.Fatalf("buffered fallback noticed %d times: %q", n, e.Info().Notices)
+				}
+			}
+			q := e.NewQueue(QueueOptions{})
+			rng := rand.New(rand.NewPCG(11, 12))
+			var reqs []Request
+			lens := map[uint64]int{}
+			add := func(off int64, n int) {
+				tag := uint64(len(reqs)) + 1<<40
+				reqs = append(reqs, Request{File: f, Off: off, Len: n, Tag: tag, Worker: -1})
+				lens[tag] = n
+			}
+			for i := 0; i < 200; i++ {
+				n := 1 + rng.IntN(200_000)
+				add(rng.Int64N(size-int64(n)), n)
+			}
+			// Edges: start, tiny, EOF clamping, exactly at and past EOF, empty.
+			add(0, 1)
+			add(4095, 2)
+			add(size-10, 100)
+			add(size-1, 1)
+			add(size, 10)
+			add(size+5000, 10)
+			add(12345, 0)
+			add(size-(1<<20)+3, 1<<20-8192) // near the slot's limit
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				if err := q.Submit(ctx, reqs); err != nil {
+					t.Errorf("Submit: %v", err)
+					cancel()
+				}
+			}()
+			seen := map[uint64]bool{}
+			for range reqs {
+				c, err := q.Next(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkCompletion(t, c, data, lens)
+				if seen[c.Tag] {
+					t.Fatalf("tag %d delivered twice", c.Tag)
+				}
+				seen[c.Tag] = true
+				if c.File != f || c.Worker < 0 || c.Worker >= max(be.opts.Workers, 1) {
+					t.Fatalf("File %p Worker %d", c.File, c.Worker)
+				}
+				c.Release()
+			}
+			if err := q.Drain(ctx); err != nil || q.InFlight() != 0 {
+				t.Fatalf("Drain %v InFlight %d", err, q.InFlight())
+			}
+			if err := e.CloseFile(f); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestManyQueuesConcurrently(t *testing.T) {
+	for _, kind := range []Kind{IOUring, Pread} {
+		t.Run(kind.String(), func(t *testing.T) {
+			data := content(1 << 20)
+			path := writeFile(t, data, false)
+			e := newEngine(t, Options{Kind: kind, Workers: 2, QueueDepth: 8, SlotSize: 64 << 10})
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					q := e.NewQueue(QueueOptions{})
+					rng := rand.New(rand.NewPCG(uint64(g), 1))
+					lens := map[uint64]int{}
+					for i := 0; i < 50; i++ {
+						n := 1 + rng.IntN(30000)
+						req := Request{File: f, Off: rng.Int64N(int64(len(data))), Len: n, Tag: uint64(g<<20 | i), Worker: i % 3 % 2}
+						if i%3 == 2 {
+							req.Worker = -1
+						}
+						lens[req.Tag] = n
+						if err := q.Submit(context.Background(), []Request{req}); err != nil {
+							t.Error(err)
+							return
+						}
+						c, err := q.Next(context.Background())
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if c.Tag != req.Tag {
+							t.Errorf("queue %d got tag %d, want %d", g, c.Tag, req.Tag)
+						}
+						checkCompletion(t, c, data, lens)
+						c.Release()
+					}
+				}(g)
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func TestBackpressure(t *testing.T) {
+	for _, kind := range []Kind{IOUring, Pread} {
+		t.Run(kind.String(), func(t *testing.T) {
+			data := content(256 << 10)
+			path := writeFile(t, data, false)
+			const slots = 4
+			e := newEngine(t, Options{Kind: kind, QueueDepth: slots, SlotSize: 16 << 10})
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := e.NewQueue(QueueOptions{})
+			var reqs []Request
+			lens := map[uint64]int{}
+			for i := 0; i < 64; i++ {
+				reqs = append(reqs, Request{File: f, Off: int64(i) * 4000, Len: 5000, Tag: uint64(i), Worker: -1})
+				lens[uint64(i)] = 5000
+			}
+			done := make(chan error, 1)
+			go func() { done <- q.Submit(context.Background(), reqs) }()
+			for i := 0; i < len(reqs); i++ {
+				c, err := q.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := q.InFlight(); n > slots {
+					t.Fatalf("InFlight %d exceeds %d slots", n, slots)
+				}
+				checkCompletion(t, c, data, lens)
+				c.Release()
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestSubmitBlockedHonoursContext(t *testing.T) {
+	data := content(64 << 10)
+	path := writeFile(t, data, false)
+	e := newEngine(t, Options{Kind: Auto, QueueDepth: 2, SlotSize: 8192})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.NewQueue(QueueOptions{})
+	req := Request{File: f, Len: 100, Worker: -1}
+	if err := q.Submit(context.Background(), []Request{req, req}); err != nil {
+		t.Fatal(err)
+	}
+	// Every slot is taken and nobody releases: Submit must give up with ctx.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := q.Submit(ctx, []Request{req}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Submit with no free slot and a cancelled ctx: %v", err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { res <- q.Submit(ctx2, []Request{req}) }()
+	cancel2()
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Fatalf("blocked Submit after cancel: %v", err)
+	}
+	if _, err := q.Next(ctx); !errors.Is(err, context.Canceled) && err != nil {
+		t.Fatalf("Next: %v", err)
+	}
+	for i := 0; i < 2; i++ {
+		c, err := q.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Release()
+	}
+	if q.InFlight() != 0 {
+		t.Fatalf("InFlight %d", q.InFlight())
+	}
+	// With slots free again, a cancelled Drain on an idle queue still succeeds.
+	if err := q.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHandlerResubmitClosedLoop(t *testing.T) {
+	for _, kind := range []Kind{IOUring, Pread} {
+		t.Run(kind.String(), func(t *testing.T) {
+			data := content(2 << 20)
+			path := writeFile(t, data, false)
+			e := newEngine(t, Options{Kind: kind, QueueDepth: 16, SlotSize: 64 << 10, Timestamps: true})
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const total = 2000
+			var issued, done atomic.Int64
+			var bad atomic.Value
+			finished := make(chan struct{})
+			var seq atomic.Uint64
+			next := func() Request {
+				k := seq.Add(1)
+				h := k * 0x9E3779B97F4A7C15
+				return Request{File: f, Off: int64(h>>20) % int64(len(data)), Len: 1 + int(h>>8)%9000, Tag: h}
+			}
+			q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+				n := int(c.Tag>>8)%9000 + 1
+				want := expect(data, c.Off, n)
+				if c.Err != nil || string(c.Data) != string(want) {
+					bad.Store(c.Off)
+				}
+				if c.DoneNs < c.SubmitNs || c.SubmitNs == 0 {
+					bad.Store(int64(-1))
+				}
+				if issued.Add(1) <= total-16 {
+					if err := c.Resubmit(next()); err != nil {
+						bad.Store(err.Error())
+						c.Release()
+					}
+				} else {
+					c.Release()
+				}
+				if done.Add(1) == total {
+					close(finished)
+				}
+			}})
+			for i := 0; i < 16; i++ {
+				if err := q.Submit(context.Background(), []Request{next()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			<-finished
+			if v := bad.Load(); v != nil {
+				t.Fatalf("bad completion: %v", v)
+			}
+			if err := q.Drain(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := q.Next(context.Background()); !errors.Is(err, ErrHandler) {
+				t.Fatalf("Next on a Handler queue: %v", err)
+			}
+		})
+	}
+}
+
+func TestCloseWithReadsInFlight(t *testing.T) {
+	for _, kind := range []Kind{IOUring, Pread} {
+		t.Run(kind.String(), func(t *testing.T) {
+			data := content(4 << 20)
+			path := writeFile(t, data, false)
+			e := newEngine(t, Options{Kind: kind, QueueDepth: 32, SlotSize: 128 << 10})
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := e.NewQueue(QueueOptions{})
+			var reqs []Request
+			lens := map[uint64]int{}
+			for i := 0; i < 32; i++ {
+				reqs = append(reqs, Request{File: f, Off: int64(i) * 100_003, Len: 100_000, Tag: uint64(i), Worker: -1})
+				lens[uint64(i)] = 100_000
+			}
+			if err := q.Submit(context.Background(), reqs); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// Every read finished before Close returned; data stays valid
+			// until released.
+			for range reqs {
+				c, err := q.Next(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkCompletion(t, c, data, lens)
+				c.Release()
+			}
+			if _, err := q.Next(context.Background()); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Next after Close and drain: %v", err)
+			}
+			if err := q.Submit(context.Background(), reqs[:1]); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Submit after Close: %v", err)
+			}
+			if _, err := e.Open(path); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Open after Close: %v", err)
+			}
+			if err := e.Close(); !errors.Is(err, ErrClosed) {
+				t.Fatalf("second Close: %v", err)
+			}
+		})
+	}
+}
+
+func TestCloseStopsClosedLoop(t *testing.T) {
+	data := content(1 << 20)
+	path := writeFile(t, data, false)
+	for _, kind := range []Kind{IOUring, Pread} {
+		e := newEngine(t, Options{Kind: kind, QueueDepth: 8, SlotSize: 16 << 10})
+		f, err := e.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var closedSeen atomic.Bool
+		started := make(chan struct{})
+		var once sync.Once
+		q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+			once.Do(func() { close(started) })
+			if err := c.Resubmit(Request{File: f, Off: c.Off, Len: 4096}); err != nil {
+				if errors.Is(err, ErrClosed) {
+					closedSeen.Store(true)
+				}
+				c.Release()
+			}
+		}})
+		if err := q.Submit(context.Background(), []Request{{File: f, Len: 4096, Worker: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !closedSeen.Load() || q.InFlight() != 0 {
+			t.Fatalf("%v: Resubmit never saw ErrClosed (%v) or InFlight %d", kind, closedSeen.Load(), q.InFlight())
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	data := content(64 << 10)
+	path := writeFile(t, data, false)
+	for _, kind := range []Kind{IOUring, Pread} {
+		t.Run(kind.String(), func(t *testing.T) {
+			e := newEngine(t, Options{Kind: kind, QueueDepth: 4, SlotSize: 16 << 10})
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := e.NewQueue(QueueOptions{})
+			ctx := context.Background()
+			for _, tc := range []struct {
+				name string
+				req  Request
+				want error
+			}{
+				{"too large", Request{File: f, Len: 16 << 10, Worker: -1}, ErrTooLarge},
+				{"negative offset", Request{File: f, Off: -1, Len: 1, Worker: -1}, ErrInvalid},
+				{"nil file", Request{Len: 1, Worker: -1}, ErrInvalid},
+				{"worker out of range", Request{File: f, Len: 1, Worker: 7}, ErrInvalid},
+			} {
+				err := q.Submit(ctx, []Request{tc.req})
+				var ee *Error
+				if !errors.Is(err, tc.want) || !errors.As(err, &ee) {
+					t.Errorf("%s: err %v, want *Error wrapping %v", tc.name, err, tc.want)
+				}
+			}
+			if q.InFlight() != 0 {
+				t.Fatalf("rejected requests left InFlight %d", q.InFlight())
+			}
+			if _, err := e.Open(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("Open missing: %v", err)
+			}
+			// A descriptor the kernel rejects surfaces as *Error{Op: "read"}.
+			g, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			realFd := g.fd
+			g.fd = 1 << 20
+			if err := q.Submit(ctx, []Request{{File: g, Off: 8192, Len: 10, Worker: -1}}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := q.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ee *Error
+			if !errors.Is(c.Err, unix.EBADF) || !errors.As(c.Err, &ee) || ee.Op != "read" || ee.Path != path || ee.Off != 8192 || c.Data != nil {
+				t.Fatalf("bad fd completion: %v (Data %d bytes)", c.Err, len(c.Data))
+			}
+			c.Release()
+			g.fd = realFd
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Error("second Release did not panic")
+					}
+				}()
+				c.Release()
+			}()
+			if err := e.CloseFile(f); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.Submit(ctx, []Request{{File: f, Len: 1, Worker: -1}}); !errors.Is(err, os.ErrClosed) {
+				t.Fatalf("Submit on closed file: %v", err)
+			}
+			if err := e.CloseFile(f); !errors.Is(err, os.ErrClosed) {
+				t.Fatalf("CloseFile twice: %v", err)
+			}
+		})
+	}
+}
+
+func TestDirectAlignmentErrorNamed(t *testing.T) {
+	data := content(64 << 10)
+	path := writeFile(t, data, false)
+	for _, kind := range []Kind{IOUring, Pread} {
+		e := newEngine(t, Options{Kind: kind, QueueDepth: 4, SlotSize: 16 << 10})
+		f, err := e.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !f.Direct() || f.offAlign < 512 {
+			t.Skipf("direct I/O with alignment %d not available here", f.offAlign)
+		}
+		// Pretend the file needs no alignment: the kernel refuses the read.
+		f.offAlign, f.memAlign = 1, 1
+		q := e.NewQueue(QueueOptions{})
+		if err := q.Submit(context.Background(), []Request{{File: f, Off: 3, Len: 5, Worker: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := q.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(c.Err, ErrAlignment) || !errors.Is(c.Err, unix.EINVAL) {
+			t.Fatalf("%v: misaligned direct read: %v", kind, c.Err)
+		}
+		c.Release()
+	}
+}
+
+func TestAutoFallsBackToPread(t *testing.T) {
+	saved := newRing
+	defer func() { newRing = saved }()
+	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EPERM, unix.ENOMEM} {
+		newRing = func(uint32) (*ring.Ring, error) { return nil, &ring.Error{Op: "setup", Err: errno} }
+		var logged []string
+		e := newEngine(t, Options{Kind: Auto, Workers: 2, Logf: func(f string, a ...any) { logged = append(logged, f) }})
+		in := e.Info()
+		if in.Kind != Pread || len(in.Notices) != 1 || len(logged) != 1 {
+			t.Fatalf("%v: Info %+v logged %q", errno, in, logged)
+		}
+		// The fallback serves reads.
+		data := content(10000)
+		f, err := e.Open(writeFile(t, data, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := e.NewQueue(QueueOptions{})
+		if err := q.Submit(context.Background(), []Request{{File: f, Off: 100, Len: 9999, Tag: 5, Worker: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := q.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCompletion(t, c, data, map[uint64]int{5: 9999})
+		c.Release()
+		e.Close()
+
+		if _, err := New(Options{Kind: IOUring}); !errors.Is(err, errno) {
+			t.Fatalf("Kind IOUring with %v: %v", errno, err)
+		}
+	}
+	newRing = func(uint32) (*ring.Ring, error) { return nil, &ring.Error{Op: "setup", Err: unix.EFAULT} }
+	if _, err := New(Options{Kind: Auto}); !errors.Is(err, unix.EFAULT) {
+		t.Fatalf("Auto must not hide a non-fallback error: %v", err)
+	}
+}
+
+func TestInfoIOUring(t *testing.T) {
+	e := newEngine(t, Options{Kind: IOUring, RegisterFiles: true, CPUSets: [][]int{{0}}})
+	in := e.Info()
+	if in.Kind != IOUring || in.SetupFlags == "" {
+		t.Fatalf("Info %+v", in)
+	}
+	if !in.RegisterFiles {
+		t.Errorf("RegisterFiles not set up: %+v", in)
+	}
+	t.Logf("Info: %+v", in)
+}
+
+func TestOptionsValidation(t *testing.T) {
+	for _, o := range []Options{
+		{Kind: Kind(9)},
+		{QueueDepth: MaxQueueDepth + 1},
+		{CPUSets: [][]int{{}}},
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+	o, err := Options{SlotSize: 5000}.fill()
+	if err != nil || o.SlotSize != 8192 || o.QueueDepth != DefaultQueueDepth || o.SlotsPerWorker != DefaultQueueDepth || o.Workers != 1 {
+		t.Fatalf("fill: %+v %v", o, err)
+	}
+}

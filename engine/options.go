@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+)
+
+// Limits and defaults of Options.
+const (
+	DefaultQueueDepth = 64
+	MaxQueueDepth     = 4096
+	DefaultSlotSize   = 1 << 20
+	// slotAlign is the alignment of every slot's memory and size: a page,
+	// which satisfies the direct-I/O memory alignment of every file system
+	// we know (Dio_mem_align is at most the logical block size).
+	slotAlign = 4096
+	// maxFixedFiles sizes each ring's sparse registered-file table.
+	maxFixedFiles = 1024
+)
+
+// fill returns o with defaults applied and reports an invalid option.
+func (o Options) fill() (Options, error) {
+	if o.Kind < Auto || o.Kind > Pread {
+		return o, fmt.Errorf("engine: unknown Kind %d", o.Kind)
+	}
+	if o.Workers <= 0 {
+		o.Workers = 1
+	}
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = DefaultQueueDepth
+	}
+	if o.QueueDepth > MaxQueueDepth {
+		return o, fmt.Errorf("engine: QueueDepth %d exceeds %d", o.QueueDepth, MaxQueueDepth)
+	}
+	if o.SlotSize <= 0 {
+		o.SlotSize = DefaultSlotSize
+	}
+	o.SlotSize = (o.SlotSize + slotAlign - 1) &^ (slotAlign - 1)
+	if o.SlotsPerWorker <= 0 {
+		o.SlotsPerWorker = o.QueueDepth
+	}
+	if o.SlotsPerWorker > 1<<16 {
+		return o, fmt.Errorf("engine: SlotsPerWorker %d exceeds %d", o.SlotsPerWorker, 1<<16)
+	}
+	if o.BatchSubmit <= 0 || o.BatchSubmit > o.QueueDepth {
+		o.BatchSubmit = o.QueueDepth
+	}
+	for i, set := range o.CPUSets {
+		if len(set) == 0 {
+			return o, fmt.Errorf("engine: CPUSets[%d] is empty", i)
+		}
+	}
+	if o.Logf == nil {
+		o.Logf = func(format string, args ...any) {
+			fmt.Fprintf(os.Stderr, "pagefeed: engine: "+format+"\n", args...)
+		}
+	}
+	return o, nil
+}
+
+// String names a Kind.
+func (k Kind) String() string {
+	switch k {
+	case Auto:
+		return "auto"
+	case IOUring:
+		return "io_uring"
+	case Pread:
+		return "pread"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}

@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+)
+
+// More sentinel errors.
+var (
+	// ErrInvalid reports a malformed request: nil File, negative offset or
+	// length, or a Worker out of range.
+	ErrInvalid = errors.New("engine: invalid request")
+	// ErrHandler is returned by Next on a queue whose completions go to a
+	// Handler.
+	ErrHandler = errors.New("engine: queue delivers to its Handler, not Next")
+)
+
+// Submit queues reqs. It blocks while no slot is free and returns ctx.Err()
+// if ctx ends first (requests already queued still complete). A request
+// that cannot be served (ErrTooLarge, ErrInvalid, a closed file) stops
+// Submit with an *Error; the requests before it stay queued. After Close it
+// returns ErrClosed.
+func (q *Queue) Submit(ctx context.Context, reqs []Request) error {
+	e := q.e
+	for i := range reqs {
+		req := &reqs[i]
+		if err := e.check(req); err != nil {
+			return err
+		}
+		if err := q.submitOne(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *Queue) submitOne(ctx context.Context, req *Request) error {
+	e := q.e
+	e.subMu.RLock()
+	defer e.subMu.RUnlock()
+	if e.closing.Load() {
+		return ErrClosed
+	}
+	var w *worker
+	var idx int32
+	ok := false
+	n := len(e.workers)
+	if req.Worker >= 0 {
+		if req.Worker >= n {
+			return &Error{Op: "submit", Path: req.File.path, Off: req.Off, Err: ErrInvalid}
+		}
+		w = e.workers[req.Worker]
+		select {
+		case idx = <-w.free:
+			ok = true
+		default:
+		}
+	} else {
+		// Round robin, taking the first worker in turn with a free slot;
+		// when all are full, wait for the one whose turn it is.
+		start := int(e.rr.Add(1))
+		w = e.workers[start%n]
+		for k := 0; k < n && !ok; k++ {
+			c := e.workers[(start+k)%n]
+			select {
+			case idx = <-c.free:
+				w, ok = c, true
+			default:
+			}
+		}
+	}
+	if !ok {
+		select {
+		case idx = <-w.free:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.closedCh:
+			return ErrClosed
+		}
+	}
+	e.taken.Add(1)
+	f := req.File
+	f.inflight.Add(1)
+	if f.closing.Load() {
+		f.readDone()
+		w.free <- idx
+		e.taken.Add(-1)
+		return &Error{Op: "submit", Path: f.path, Off: req.Off, Err: os.ErrClosed}
+	}
+	s := &w.slots[idx]
+	s.state.Store(slotBusy)
+	s.setup(q, req)
+	q.inflight.Add(1)
+	w.post(idx)
+	return nil
+}
+
+// Next returns the next completion in arrival order, blocking until one
+// lands or ctx ends. Once the engine is closed and every completion was
+// taken it returns ErrClosed.
+func (q *Queue) Next(ctx context.Context) (*Completion, error) {
+	if q.handler != nil {
+		return nil, ErrHandler
+	}
+	select {
+	case c := <-q.ch:
+		return c, nil
+	default:
+	}
+	select {
+	case c := <-q.ch:
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-q.e.doneCh:
+		select {
+		case c := <-q.ch:
+			return c, nil
+		default:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// InFlight returns the number of requests submitted and not yet released.
+func (q *Queue) InFlight() int { return int(q.inflight.Load()) }
+
+// Drain waits until every request of the queue is completed and released,
+// or ctx ends.
+func (q *Queue) Drain(ctx context.Context) error {
+	q.mu.Lock()
+	if q.inflight.Load() == 0 {
+		q.mu.Unlock()
+		return nil
+	}
+	if q.idle == nil {
+		q.idle = make(chan struct{})
+	}
+	idle := q.idle
+	q.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// done counts one released request, waking Drain at zero.
+func (q *Queue) done() {
+	if q.inflight.Add(-1) != 0 {
+		return
+	}
+	q.mu.Lock()
+	if q.idle != nil && q.inflight.Load() == 0 {
+		close(q.idle)
+		q.idle = nil
+	}
+	q.mu.Unlock()
+}

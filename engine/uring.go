@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pagefeed/pagefeed/ring"
+)
+
+// The io_uring worker.
+//
+// Wakeup: each worker keeps one READ of an eventfd in its ring. The worker
+// sets waiting=1 before io_uring_enter; Submit from another goroutine
+// appends to the mailbox and, if it wins the swap of waiting to 0, writes
+// the eventfd, which completes that READ and ends the wait at once. An idle
+// worker thus sleeps in the kernel (no spin, no timer) and a busy one pays
+// no syscall per submission. The eventfd takes one CQ entry; in-flight reads
+// are capped at QueueDepth ≤ SQ entries, so in-flight ≤ CQ entries (2×SQ).
+
+func (w *worker) runUring() {
+	defer w.e.wg.Done()
+	// The goroutine never unlocks: a thread with a worker's affinity dies
+	// with it rather than return to the runtime's pool.
+	err := w.lockAndPin()
+	if err == nil {
+		err = w.setupRing()
+	}
+	if err != nil {
+		w.teardown()
+		w.setupErr <- err
+		return
+	}
+	w.setupErr <- nil
+	w.loop()
+	w.teardown()
+}
+
+// teardown closes the ring. The eventfd outlives it: stop may still write
+// to it, so it is closed by unmap once every worker goroutine has exited.
+func (w *worker) teardown() {
+	if w.r != nil {
+		w.r.Close()
+		w.r = nil
+	}
+}
+
+func (w *worker) setupRing() error {
+	e, o := w.e, w.e.opts
+	r, err := newRing(uint32(o.QueueDepth))
+	if err != nil {
+		return &Error{Op: "io_uring setup", Err: err}
+	}
+	w.r = r
+	if int(r.SQEntries()) < o.QueueDepth || int(r.CQEntries()) < o.QueueDepth+1 {
+		return &Error{Op: "io_uring setup", Err: fmt.Errorf("ring of %d/%d entries for depth %d", r.SQEntries(), r.CQEntries(), o.QueueDepth)}
+	}
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // blocking: io_uring polls it
+	if err != nil {
+		return &Error{Op: "eventfd", Err: err}
+	}
+	w.efd = efd
+
+	fixed := false
+	if o.FixedBuffers != Off {
+		iovs := make([]unix.Iovec, len(w.slots))
+		for i := range w.slots {
+			iovs[i].Base = unsafe.SliceData(w.slots[i].buf)
+			iovs[i].SetLen(len(w.slots[i].buf))
+		}
+		if err := r.RegisterBuffers(iovs); err != nil {
+			if o.FixedBuffers == On {
+				return &Error{Op: "register buffers", Err: err}
+			}
+			e.notice("fixedbuf", "registering %d slot buffers of %d bytes failed (%v; RLIMIT_MEMLOCK?): plain READ instead of READ_FIXED",
+				len(w.slots), o.SlotSize, err)
+		} else {
+			fixed = true
+		}
+	}
+	w.fixed = fixed
+	regFiles := false
+	if o.RegisterFiles {
+		fds := make([]int32, maxFixedFiles)
+		for i := range fds {
+			fds[i] = -1
+		}
+		if err := r.RegisterFiles(fds); err != nil {
+			e.notice("regfiles", "registering a file table failed (%v): plain file descriptors", err)
+		} else {
+			w.regFiles = make([]*File, maxFixedFiles)
+			regFiles = true
+		}
+	}
+	n := len(w.slots)
+	w.pq = make([]int32, n)
+	w.mbox = make([]int32, 0, n)
+	w.spare = make([]int32, 0, n)
+	w.cqes = make([]ring.CQE, r.CQEntries())
+	w.done = make([]*slot, 0, n)
+
+	e.infoMu.Lock()
+	if w.id == 0 {
+		e.info.SetupFlags = ring.FlagsString(r.Flags())
+		e.info.FixedBuffers, e.info.RegisterFiles = fixed, regFiles
+	} else {
+		e.info.FixedBuffers = e.info.FixedBuffers && fixed
+		e.info.RegisterFiles = e.info.RegisterFiles && regFiles
+	}
+	e.infoMu.Unlock()
+	return nil
+}
+
+// loop is the worker's batch cycle: take new requests, prepare SQEs, one
+// io_uring_enter (submit + wait for ≥1), reap every ready CQE and advance
+// once, then deliver outside the reap loop.
+func (w *worker) loop() {
+	r := w.r
+	depth := w.e.opts.QueueDepth
+	batch := w.e.opts.BatchSubmit
+	for {
+		if w.mboxN.Load() > 0 {
+			w.takeMailbox()
+		}
+		stopping := w.stopping.Load()
+		if !w.efdArmed && !stopping {
+			if sqe := r.GetSQE(); sqe != nil {
+				sqe.PrepRead(int32(w.efd), w.mem[len(w.mem)-slotAlign:len(w.mem)-slotAlign+8], 0, efdUserData)
+				w.efdArmed = true
+			}
+		}
+		for prepped := 0; w.pqLen > 0 && w.inKernel < depth && prepped < batch; {
+			s := &w.slots[w.pq[w.pqHead]]
+			if s.want == 0 { // nothing to read: empty request or past EOF
+				w.pqPop()
+				s.finish()
+				s.complete()
+				w.done = append(w.done, s)
+				continue
+			}
+			sqe := r.GetSQE()
+			if sqe == nil {
+				break
+			}
+			w.pqPop()
+			w.prep(sqe, s)
+			prepped++
+		}
+		if len(w.done) > 0 {
+			w.deliver()
+			continue
+		}
+		if stopping && w.inKernel == 0 && w.pqLen == 0 && w.mboxN.Load() == 0 {
+			return
+		}
+		minComplete := uint32(1)
+		w.waiting.Store(1)
+		if w.mboxN.Load() > 0 || (stopping && w.inKernel == 0) || (w.pqLen > 0 && w.inKernel < depth) {
+			minComplete = 0
+			w.waiting.Store(0)
+		}
+		_, err := r.SubmitAndWait(minComplete)
+		w.waiting.Store(0)
+		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
+			w.failQueued(err)
+		}
+		n := r.Reap(w.cqes)
+		for _, c := range w.cqes[:n] {
+			if c.UserData == efdUserData {
+				w.efdArmed = false
+				continue
+			}
+			s := &w.slots[c.UserData]
+			w.inKernel--
+			if s.advance(int(c.Res)) {
+				s.complete()
+				w.done = append(w.done, s)
+			} else {
+				w.pqPushFront(s.idx) // short read: the rest goes first
+			}
+		}
+		w.deliver()
+	}
+}
+
+// deliver runs handlers and fills queues for the slots reaped this round.
+func (w *worker) deliver() {
+	for i, s := range w.done {
+		w.done[i] = nil
+		s.deliver()
+	}
+	w.done = w.done[:0]
+}
+
+// failQueued completes every request still waiting for an SQE with err:
+// io_uring_enter failed in a way retrying will not fix.
+func (w *worker) failQueued(err error) {
+	w.e.notice("enter", "worker %d: io_uring_enter: %v", w.id, err)
+	for w.pqLen > 0 {
+		s := &w.slots[w.pqPop()]
+		s.c.Data = nil
+		s.c.Err = &Error{Op: "read", Path: s.c.File.path, Off: s.c.Off, Err: err}
+		s.complete()
+		w.done = append(w.done, s)
+	}
+}
+
+func (w *worker) takeMailbox() {
+	w.mu.Lock()
+	got := w.mbox
+	w.mbox = w.spare[:0]
+	w.spare = got
+	w.mboxN.Store(0)
+	w.mu.Unlock()
+	for _, idx := range got {
+		w.pqPush(idx)
+	}
+}
+
+// prep fills sqe with the read of s's remaining bytes.
+func (w *worker) prep(sqe *ring.SQE, s *slot) {
+	f := s.c.File
+	buf := s.buf[s.got:s.want]
+	off := uint64(s.aoff + int64(s.got))
+	fd := int32(f.fd)
+	var flags uint8
+	if w.regFiles != nil && f.regIdx >= 0 {
+		if w.regFiles[f.regIdx] != f {
+			w.fdBuf[0] = int32(f.fd)
+			if w.r.UpdateFiles(uint32(f.regIdx), w.fdBuf[:]) == nil {
+				w.regFiles[f.regIdx] = f
+			}
+		}
+		if w.regFiles[f.regIdx] == f {
+			fd, flags = f.regIdx, ring.SQEFixedFile
+		}
+	}
+	if w.fixed {
+		sqe.PrepReadFixed(fd, buf, off, uint16(s.idx), uint64(s.idx))
+	} else {
+		sqe.PrepRead(fd, buf, off, uint64(s.idx))
+	}
+	sqe.Flags |= flags
+	w.inKernel++
+}
