@@ -19,7 +19,6 @@
 package codec
 
 import (
-	"encoding/binary"
 	"fmt"
 	"hash/crc32"
 	"runtime"
@@ -117,7 +116,6 @@ type Dictionary struct {
 	buf       []byte
 	numValues int32
 	encoding  parquet.Encoding
-	i32       []int32 // the values of an int32 dictionary, for the consumer-buffer path
 }
 
 // NumValues returns the number of dictionary entries.
@@ -140,6 +138,7 @@ type Decoder struct {
 
 	defs, reps []int16
 	vals       values
+	idx        []int32 // dictionary indices
 }
 
 // spanBuf holds one page's decompressed bytes for as long as values decoded
@@ -205,12 +204,6 @@ func (d *Decoder) Dictionary(c *Chunk, pageBytes []byte, off int64) (dict *Dicti
 		return nil, c.err("decompress", off, decompressErr(c.Codec, err))
 	}
 	dict = &Dictionary{chunk: c, buf: buf, numValues: h.Dict.NumValues, encoding: parquet.Encoding(h.Dict.Encoding)}
-	if c.Descr != nil && c.Descr.PhysicalType() == parquet.Types.Int32 && len(buf) >= 4*int(h.Dict.NumValues) {
-		dict.i32 = make([]int32, h.Dict.NumValues)
-		for i := range dict.i32 {
-			dict.i32[i] = int32(binary.LittleEndian.Uint32(buf[4*i:]))
-		}
-	}
 	return dict, nil
 }
 
@@ -361,23 +354,10 @@ func recoverCorrupt(err *error) {
 	}
 }
 
-// pageInfo is what loadPage learned about one page.
-type pageInfo struct {
-	h      PageHeader
-	levels int
-	values int
-}
-
-// loadPage parses, checks and decompresses the page in pageBytes into span
-// buffer k and arms it on st's page reader.
-func (d *Decoder) loadPage(c *Chunk, st *colState, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, err error) {
-	h, _, err = d.loadBytes(c, st, dict, k, pageBytes)
-	return h, err
-}
-
-// loadBytes is loadPage that also returns the decompressed page; with st
-// nil it only decompresses (the consumer-buffer path decodes by itself).
-func (d *Decoder) loadBytes(c *Chunk, st *colState, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, page []byte, err error) {
+// loadBytes parses and checks the page in pageBytes and decompresses it
+// into span buffer k; it returns the header and the uncompressed page
+// (levels and values, as on disk for V2 pages).
+func (d *Decoder) loadBytes(c *Chunk, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, page []byte, err error) {
 	h, n, err := ParsePageHeader(pageBytes)
 	if err != nil {
 		return h, nil, err
@@ -431,13 +411,6 @@ func (d *Decoder) loadBytes(c *Chunk, st *colState, dict *Dictionary, k int, pag
 		} else if err := d.dec.decompress(c.Codec, dst, body); err != nil {
 			return h, nil, decompressErr(c.Codec, err)
 		}
-		if st == nil {
-			return h, dst, nil
-		}
-		sb.buf.Reset(dst)
-		pg := file.NewDataPageV1WithConfig(&sb.buf, parquet.Encoding(h.Data.DefEncoding), parquet.Encoding(h.Data.RepEncoding),
-			file.DataPageConfig{Num: nv, Encoding: enc, UncompressedSize: h.UncompressedSize, FirstRowIndex: -1})
-		st.pr.arm(pg)
 		return h, dst, nil
 	}
 	v2 := &h.V2
@@ -462,14 +435,22 @@ func (d *Decoder) loadBytes(c *Chunk, st *colState, dict *Dictionary, k int, pag
 	} else {
 		copy(dst[lv:], body[lv:])
 	}
-	if st == nil {
-		return h, dst, nil
-	}
-	sb.buf.Reset(dst)
-	pg := file.NewDataPageV2WithConfig(&sb.buf, v2.NumNulls, v2.NumRows, v2.DefLevelsLen, v2.RepLevelsLen, false,
-		file.DataPageConfig{Num: nv, Encoding: enc, UncompressedSize: h.UncompressedSize, FirstRowIndex: -1})
-	st.pr.arm(pg)
 	return h, dst, nil
+}
+
+// arm hands the page loaded into span buffer k to st's arrow-go column
+// reader.
+func (d *Decoder) arm(st *colState, k int, h *PageHeader, page []byte) {
+	sb := &d.spans[k]
+	sb.buf.Reset(page)
+	if h.Type == DataPage {
+		st.pr.arm(file.NewDataPageV1WithConfig(&sb.buf, parquet.Encoding(h.Data.DefEncoding), parquet.Encoding(h.Data.RepEncoding),
+			file.DataPageConfig{Num: h.Data.NumValues, Encoding: parquet.Encoding(h.Data.Encoding), UncompressedSize: h.UncompressedSize, FirstRowIndex: -1}))
+		return
+	}
+	v2 := &h.V2
+	st.pr.arm(file.NewDataPageV2WithConfig(&sb.buf, v2.NumNulls, v2.NumRows, v2.DefLevelsLen, v2.RepLevelsLen, false,
+		file.DataPageConfig{Num: v2.NumValues, Encoding: parquet.Encoding(v2.Encoding), UncompressedSize: h.UncompressedSize, FirstRowIndex: -1}))
 }
 
 // checkEncoding refuses encodings arrow-go cannot read for this column with

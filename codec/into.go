@@ -1,7 +1,7 @@
 package codec
 
 import (
-	"encoding/binary"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -46,7 +46,7 @@ func (d *Decoder) DecodeInt32Into(c *Chunk, dict *Dictionary, pageBytes []byte, 
 	if n := countDefined(d.defs[:nl], maxDef); n != nl {
 		return res, c.err("decode", off, kindf(ErrUnsupported, "page holds %d nulls; use DecodePage", nl-n))
 	}
-	if err := valuesInto(&h, dict, vb, nl, dst); err != nil {
+	if err := d.valuesInto(&h, dict, vb, nl, dst); err != nil {
 		return res, c.err("decode", off, err)
 	}
 	res.Rows, res.Values = nl, nl
@@ -74,25 +74,57 @@ func (d *Decoder) DecodeListInt32Into(c *Chunk, dict *Dictionary, pageBytes []by
 	list := p.path[0].LevelInfo
 	maxDef := c.Descr.MaxDefinitionLevel()
 	defs, reps := d.defs[:nl], d.reps[:nl]
-	vi, rows := 0, 0
 	lead := firstRowStart(reps)
-	for i, def := range defs {
-		if def < maxDef {
-			if def >= list.DefLevel || def < list.DefLevel-1 {
-				// a null element, or a null list
-				return res, c.err("decode", off, kindf(ErrUnsupported, "page holds null lists or elements; use DecodePage"))
+	// Every level must be a present value or an empty list: null lists and
+	// null elements have no place in the consumer's buffers.
+	emptyDef := list.DefLevel - 1
+	vi := 0
+	for _, def := range defs[:lead] {
+		if def == maxDef {
+			vi++
+		} else if def != emptyDef {
+			return res, c.err("decode", off, errNullInto)
+		}
+	}
+	rows := 0
+	offs := offsets[:nl+1]
+	rs, ds := reps[lead:], defs[lead:]
+	ds = ds[:len(rs)]
+	// Most levels continue a row with a value: test four at a time.
+	repCont := uint64(0x0001000100010001) * uint64(uint16(list.RepLevel))
+	defVal := uint64(0x0001000100010001) * uint64(uint16(maxDef))
+	i := 0
+	for ; i+4 <= len(rs); i += 4 {
+		if load4(rs[i:]) == repCont && load4(ds[i:]) == defVal {
+			vi += 4
+			continue
+		}
+		for j := i; j < i+4; j++ {
+			if rs[j] == 0 {
+				offs[rows] = int32(vi)
+				rows++
+			}
+			if def := ds[j]; def == maxDef {
+				vi++
+			} else if def != emptyDef {
+				return res, c.err("decode", off, errNullInto)
 			}
 		}
-		if i >= lead && reps[i] == 0 {
-			offsets[rows] = int32(vi)
+	}
+	for ; i < len(rs); i++ {
+		r := rs[i]
+		if r == 0 {
+			offs[rows] = int32(vi)
 			rows++
 		}
-		if def >= maxDef {
+		if def := ds[i]; def == maxDef {
 			vi++
+		} else if def != emptyDef {
+			return res, c.err("decode", off, errNullInto)
 		}
 	}
 	offsets[rows] = int32(vi)
-	if err := valuesInto(&h, dict, vb, vi, values); err != nil {
+	if err := d.valuesInto(&h, dict, vb, vi, values); err != nil {
 		return res, c.err("decode", off, err)
 	}
 	res.Rows, res.Values = rows, vi
@@ -131,101 +163,43 @@ func (d *Decoder) intoPrologue(c *Chunk, dict *Dictionary, pageBytes []byte, dep
 		(depth == 1 && p.path[0].Field.Type.ID() != arrow.LIST) {
 		return h, 0, nil, kindf(ErrUnsupported, "column shape %s is not %s", p, map[int]string{0: "int32", 1: "list<int32>"}[depth])
 	}
-	h, page, err := d.loadBytes(c, nil, dict, 0, pageBytes)
+	h, page, err := d.loadBytes(c, dict, 0, pageBytes)
 	if err != nil {
 		return h, 0, nil, err
 	}
 	nl = int(h.NumValues())
 	d.growLevels(nl)
 	maxRep, maxDef := c.Descr.MaxRepetitionLevel(), c.Descr.MaxDefinitionLevel()
-	reps, defs := d.reps[:nl], d.defs[:nl]
-	if h.Type == DataPageV2 {
-		rl, dl := int(h.V2.RepLevelsLen), int(h.V2.DefLevelsLen)
-		if err := levelsInto(page[:rl], maxRep, reps); err != nil {
-			return h, 0, nil, err
-		}
-		if err := levelsInto(page[rl:rl+dl], maxDef, defs); err != nil {
-			return h, 0, nil, err
-		}
-		return h, nl, page[rl+dl:], nil
+	vb, err := decodeLevels(&h, page, maxRep, maxDef, d.reps[:nl], d.defs[:nl])
+	if err != nil {
+		return h, 0, nil, err
 	}
-	for _, lv := range []struct {
-		max int16
-		enc int32
-		out []int16
-	}{{maxRep, h.Data.RepEncoding, reps}, {maxDef, h.Data.DefEncoding, defs}} {
-		if lv.max == 0 {
-			clear(lv.out)
-			continue
-		}
-		if lv.enc != int32(parquet.Encodings.RLE) {
-			return h, 0, nil, kindf(ErrUnsupported, "level encoding %s in the consumer-buffer path", encName(parquet.Encoding(lv.enc)))
-		}
-		if len(page) < 4 {
-			return h, 0, nil, kindf(ErrCorrupt, "levels truncated")
-		}
-		n := int(binary.LittleEndian.Uint32(page))
-		if n < 0 || n > len(page)-4 {
-			return h, 0, nil, kindf(ErrCorrupt, "levels of %d bytes overrun the page", n)
-		}
-		if err := levelsInto(page[4:4+n], lv.max, lv.out); err != nil {
-			return h, 0, nil, err
-		}
-		page = page[4+n:]
-	}
-	return h, nl, page, nil
-}
-
-// levelsInto decodes RLE levels (all zero when max is 0).
-func levelsInto(b []byte, max int16, out []int16) error {
-	if max == 0 {
-		clear(out)
-		return nil
-	}
-	if err := rleDecode(b, bitWidth(int(max)), len(out), uint32(max), out); err != nil {
-		return wrapKind(ErrCorrupt, err, "levels")
-	}
-	return nil
+	return h, nl, vb, nil
 }
 
 // valuesInto decodes n int32 values of a PLAIN or dictionary-encoded page
 // into dst.
-func valuesInto(h *PageHeader, dict *Dictionary, b []byte, n int, dst []int32) error {
+func (d *Decoder) valuesInto(h *PageHeader, dict *Dictionary, b []byte, n int, dst []int32) error {
 	enc := parquet.Encoding(h.Data.Encoding)
 	if h.Type == DataPageV2 {
 		enc = parquet.Encoding(h.V2.Encoding)
 	}
 	switch enc {
 	case parquet.Encodings.Plain:
-		if len(b) < 4*n {
-			return kindf(ErrCorrupt, "page holds %d bytes of PLAIN int32, %d values need %d", len(b), n, 4*n)
-		}
-		for i := range dst[:n] {
-			dst[i] = int32(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return nil
 	case parquet.Encodings.RLEDict, parquet.Encodings.PlainDict:
-		if dict == nil || dict.i32 == nil {
-			return kindf(ErrCorrupt, "dictionary-encoded page without an int32 dictionary")
+		if dict == nil {
+			return kindf(ErrCorrupt, "dictionary-encoded page without a dictionary")
 		}
-		if n == 0 {
-			return nil
-		}
-		if len(b) < 1 {
-			return kindf(ErrCorrupt, "dictionary indices truncated")
-		}
-		if len(dict.i32) == 0 {
-			return kindf(ErrCorrupt, "dictionary-encoded values with an empty dictionary")
-		}
-		idx := dst[:n]
-		if err := rleDecode(b[1:], int(b[0]), n, uint32(len(dict.i32)-1), idx); err != nil {
-			return wrapKind(ErrCorrupt, err, "dictionary indices")
-		}
-		vals := dict.i32
-		for i, k := range idx {
-			idx[i] = vals[k]
-		}
-		return nil
+	default:
+		return kindf(ErrUnsupported, "encoding %s in the consumer-buffer path", encName(enc))
 	}
-	return kindf(ErrUnsupported, "encoding %s in the consumer-buffer path", encName(enc))
+	return fixedValues(d, enc, b, dict, dst[:n])
+}
+
+var errNullInto = kindf(ErrUnsupported, "page holds null lists or elements; use DecodePage")
+
+// load4 reads four levels as one word.
+func load4(s []int16) uint64 {
+	_ = s[3]
+	return *(*uint64)(unsafe.Pointer(&s[0]))
 }

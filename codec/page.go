@@ -104,17 +104,25 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 	if p.fail != nil {
 		return nil, c.err("decode", offs[0], p.fail)
 	}
-	st := d.state(c, dict)
+	var st *colState // arrow-go's reader, made when a page needs it
 	maxRep := c.Descr.MaxRepetitionLevel()
 	maxDef := c.Descr.MaxDefinitionLevel()
 	pg = &Page{}
 	var r levelRange
 	lvl, val := 0, 0
 	for k := range pages {
-		h, err := d.loadPage(c, st, dict, k, pages[k])
+		h, page, err := d.loadBytes(c, dict, k, pages[k])
 		if err == nil {
 			var nl, nv int
-			nl, nv, err = d.readLevels(st, int(h.NumValues()), lvl, val)
+			var own bool
+			nl, nv, own, err = d.ownDecode(c, dict, &h, page, lvl, val)
+			if !own && err == nil {
+				if st == nil {
+					st = d.state(c, dict)
+				}
+				d.arm(st, k, &h, page)
+				nl, nv, err = d.readLevels(st, int(h.NumValues()), lvl, val)
+			}
 			if err == nil {
 				if k == 0 {
 					pg.header = h
@@ -148,13 +156,14 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 				continue
 			}
 		}
-		d.dropState(st)
+		if st != nil {
+			d.dropState(st)
+		}
 		return nil, c.err("decode", offs[k], err)
 	}
 	r.e, r.ve = lvl, val
 	arr, err := d.build(c, p, r)
 	if err != nil {
-		d.dropState(st)
 		return nil, c.err("decode", offs[0], err)
 	}
 	pg.arr = arr

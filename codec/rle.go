@@ -61,10 +61,7 @@ func rleDecode[T int16 | int32](b []byte, bw int, n int, maxv uint32, out []T) e
 			if m == 0 && count == 0 {
 				continue
 			}
-			tv := T(v)
-			for k := 0; k < m; k++ {
-				out[i+k] = tv
-			}
+			fill(out[i:i+m], T(v))
 			i += m
 			continue
 		}
@@ -83,8 +80,25 @@ func rleDecode[T int16 | int32](b []byte, bw int, n int, maxv uint32, out []T) e
 			return errRLETruncated
 		}
 		data := b[pos:]
-		bit := 0
-		for k := 0; k < m; k++ {
+		check := uint64(maxv) < mask
+		out := out[i : i+m]
+		k := 0
+		if bw <= 8 {
+			// whole groups of 8 values: one 64-bit load each
+			for ; k+8 <= m && (k/8)*bw+8 <= len(data); k += 8 {
+				w := binary.LittleEndian.Uint64(data[(k/8)*bw:])
+				o := out[k : k+8 : k+8]
+				o[0] = T(w & mask)
+				o[1] = T((w >> uint(bw)) & mask)
+				o[2] = T((w >> uint(2*bw)) & mask)
+				o[3] = T((w >> uint(3*bw)) & mask)
+				o[4] = T((w >> uint(4*bw)) & mask)
+				o[5] = T((w >> uint(5*bw)) & mask)
+				o[6] = T((w >> uint(6*bw)) & mask)
+				o[7] = T((w >> uint(7*bw)) & mask)
+			}
+		}
+		for bit := k * bw; k < m; k++ {
 			byteIdx := bit >> 3
 			var w uint64
 			if byteIdx+8 <= len(data) {
@@ -94,12 +108,15 @@ func rleDecode[T int16 | int32](b []byte, bw int, n int, maxv uint32, out []T) e
 					w |= uint64(data[byteIdx+q]) << (8 * q)
 				}
 			}
-			v := uint32((w >> uint(bit&7)) & mask)
-			if v > maxv {
-				return errRLEValue
-			}
-			out[i+k] = T(v)
+			out[k] = T((w >> uint(bit&7)) & mask)
 			bit += bw
+		}
+		if check {
+			for _, v := range out {
+				if uint32(v) > maxv {
+					return errRLEValue
+				}
+			}
 		}
 		i += m
 		if runBytes > len(b)-pos {
@@ -119,4 +136,21 @@ func bitWidth(v int) int {
 		v >>= 1
 	}
 	return n
+}
+
+// fill sets every element of s to v, doubling with copy (memmove speed) on
+// long runs.
+func fill[T int16 | int32](s []T, v T) {
+	if len(s) < 32 {
+		for k := range s {
+			s[k] = v
+		}
+		return
+	}
+	for k := 0; k < 16; k++ {
+		s[k] = v
+	}
+	for k := 16; k < len(s); k *= 2 {
+		copy(s[k:], s[:k])
+	}
 }
