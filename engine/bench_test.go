@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,10 +13,13 @@ import (
 )
 
 // The benchmark file: a few hundred MiB laid out once per test binary in a
-// temp dir on the repository's disk and removed by TestMain.
+// temp dir on the repository's disk and removed by TestMain. Setting
+// PAGEFEED_BENCH_FILE reads an existing file instead (e.g. fio's 2 GiB
+// file, for a same-run comparison); it is left in place.
 const benchFileSize = 384 << 20
 
 var (
+	benchSize int64 = benchFileSize
 	benchOnce sync.Once
 	benchDir  string
 	benchPath string
@@ -25,6 +29,18 @@ var (
 func benchFile(b *testing.B) string {
 	b.Helper()
 	benchOnce.Do(func() {
+		if p := os.Getenv("PAGEFEED_BENCH_FILE"); p != "" {
+			st, err := os.Stat(p)
+			if err == nil && st.Size() < 1<<20 {
+				err = fmt.Errorf("%s: %d bytes, want at least 1 MiB", p, st.Size())
+			}
+			if err != nil {
+				benchErr = err
+				return
+			}
+			benchPath, benchSize = p, st.Size()
+			return
+		}
 		benchDir, benchErr = os.MkdirTemp("", "pagefeed-engine-bench-")
 		if benchErr != nil {
 			return
@@ -70,7 +86,7 @@ func randOff(k uint64) int64 {
 	k ^= k >> 33
 	k *= 0xff51afd7ed558ccd
 	k ^= k >> 33
-	return int64(k%(benchFileSize/4096)) * 4096
+	return int64(k%uint64(benchSize/4096)) * 4096
 }
 
 // closedLoop is fio's randread iodepth=depth job: a Handler resubmits each

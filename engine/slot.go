@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"syscall"
@@ -40,7 +41,7 @@ func (e *Engine) check(req *Request) error {
 	if f == nil {
 		return &Error{Op: "submit", Off: req.Off, Err: fmt.Errorf("%w: nil File", ErrInvalid)}
 	}
-	if req.Off < 0 || req.Len < 0 {
+	if req.Off < 0 || req.Len < 0 || req.Off > math.MaxInt64-int64(req.Len) {
 		return &Error{Op: "submit", Path: f.path, Off: req.Off, Err: fmt.Errorf("%w: offset %d length %d", ErrInvalid, req.Off, req.Len)}
 	}
 	limit := e.opts.SlotSize

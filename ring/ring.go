@@ -322,7 +322,9 @@ func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed bool) (int, erro
 	atomic.StoreUint32(r.sqTail, tail)
 	toSubmit := tail - atomic.LoadUint32(r.sqHead)
 	var flags uint32
-	if minComplete > 0 {
+	// DEFER_TASKRUN rings post completions only while their task enters
+	// with GETEVENTS, so ask for them even when not waiting.
+	if minComplete > 0 || r.flags&SetupDeferTaskrun != 0 {
 		flags |= enterGetEvents
 	}
 	var argp, argsz uintptr

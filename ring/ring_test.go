@@ -363,3 +363,27 @@ func BenchmarkNop(b *testing.B) {
 		})
 	}
 }
+
+func TestSubmitThenReapWithoutWaiting(t *testing.T) {
+	r := newRing(t, 8)
+	for i := 0; i < 4; i++ {
+		r.GetSQE().PrepNop(uint64(i))
+	}
+	n, err := r.Submit()
+	if err != nil || n != 4 {
+		t.Fatalf("Submit = %d, %v", n, err)
+	}
+	// NOPs complete inline; with DEFER_TASKRUN they are posted by a
+	// GETEVENTS enter, which Submit makes.
+	cqes := make([]CQE, 8)
+	got := r.Reap(cqes)
+	if got == 0 {
+		if _, err := r.SubmitAndWait(4); err != nil {
+			t.Fatal(err)
+		}
+		got = r.Reap(cqes)
+	}
+	if got != 4 {
+		t.Fatalf("reaped %d of 4", got)
+	}
+}
