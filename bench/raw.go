@@ -157,11 +157,10 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 	if job.Direct && job.IOEngine == EngineMmap {
 		fmt.Fprintf(cfg.Stderr, "pagebench: %s: ioengine=mmap ignores direct=1 (it maps the page cache)\n", job.Name)
 	}
-	_ = align
 	base := time.Now()
 	ws := make([]*worker, job.NumJobs)
 	for i := range ws {
-		ws[i] = newWorker(&job, gid, i, size, base, cfg)
+		ws[i] = newWorker(&job, gid, i, size, align, base, cfg)
 	}
 
 	var wg sync.WaitGroup

@@ -22,6 +22,7 @@ type worker struct {
 	job    *Job
 	clone  int
 	size   int64
+	align  int // O_DIRECT alignment of the file (1 when buffered)
 	base   time.Time
 	onRead func(clone int, off int64, p []byte)
 	stderr io.Writer
@@ -46,12 +47,13 @@ type worker struct {
 	stop     atomic.Bool // set on cancellation
 
 	// io_uring
-	file *engine.File
+	file     *engine.File
+	inflight atomic.Int64 // reads submitted and not yet released
 }
 
-func newWorker(job *Job, gid, clone int, size int64, base time.Time, cfg *RawConfig) *worker {
+func newWorker(job *Job, gid, clone int, size int64, align int, base time.Time, cfg *RawConfig) *worker {
 	w := &worker{
-		job: job, clone: clone, size: size, base: base, onRead: cfg.onRead, stderr: cfg.Stderr,
+		job: job, clone: clone, size: size, align: align, base: base, onRead: cfg.onRead, stderr: cfg.Stderr,
 		measureNs: int64(job.RampTime),
 		nblocks:   uint64(size / int64(job.BS)),
 		rnd:       rng{s: job.Seed + uint64(clone)*0x9e3779b97f4a7c15},
@@ -299,7 +301,7 @@ func (w *worker) runUring() {
 		Kind:          engine.IOUring,
 		Workers:       1,
 		QueueDepth:    w.job.IODepth,
-		SlotSize:      w.job.BS,
+		SlotSize:      w.job.BS + max(w.align, 4096), // room to read an aligned superset
 		BatchSubmit:   w.job.BatchSubmit,
 		Direct:        tristate(w.job.Direct),
 		FixedBuffers:  fixed,
@@ -352,9 +354,11 @@ func (w *worker) runUring() {
 		return
 	}
 	// Handlers may run before Submit returns; done is closed by finish,
-	// which after this point only the handler calls.
+	// which from here on only the handler calls.
+	w.inflight.Store(int64(len(reqs)))
 	if err := q.Submit(context.Background(), reqs); err != nil {
 		w.fail("submit", -1, err)
+		return // the engine completes what it queued; Close waits for it
 	}
 	<-w.done
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
@@ -365,42 +369,41 @@ func (w *worker) runUring() {
 }
 
 // handle is the queue's completion handler, on the engine worker's
-// goroutine: record, then resubmit the slot for the next read.
+// goroutine: record, then resubmit the slot for the next read. The job is
+// finished when a completion ends it (time, size, error) or, when the
+// issuing side ran out first, when the last read in flight lands.
 func (w *worker) handle(c *engine.Completion) {
 	now := w.now()
-	if w.stopping {
-		c.Release()
-		return
+	if !w.stopping {
+		if c.Err != nil {
+			w.fail("read", c.Off, c.Err)
+			w.lastNs = now
+			w.finish()
+		} else {
+			lat := now - int64(c.Tag)
+			clat := lat
+			if c.DoneNs > 0 && c.SubmitNs > 0 && c.DoneNs >= c.SubmitNs {
+				clat = c.DoneNs - c.SubmitNs
+			}
+			if w.complete(now, c.Off, c.Data, clat, max(lat-clat, 0), lat) {
+				w.finish()
+			}
+		}
 	}
-	if c.Err != nil {
-		w.fail("read", c.Off, c.Err)
-		w.lastNs = now
-		w.finish()
-		c.Release()
-		return
+	if !w.stopping {
+		t := w.now()
+		if off, ok := w.next(t); ok {
+			err := c.Resubmit(engine.Request{File: w.file, Off: off, Len: w.job.BS, Tag: uint64(t), Worker: -1})
+			if err == nil {
+				return
+			}
+			w.fail("resubmit", off, err)
+			w.finish()
+		}
 	}
-	lat := now - int64(c.Tag)
-	clat := lat
-	if c.DoneNs > 0 && c.SubmitNs > 0 && c.DoneNs >= c.SubmitNs {
-		clat = c.DoneNs - c.SubmitNs
-	}
-	slat := max(lat-clat, 0)
-	if w.complete(now, c.Off, c.Data, clat, slat, lat) {
-		w.finish()
-		c.Release()
-		return
-	}
-	t := w.now()
-	off, ok := w.next(t)
-	if !ok {
+	c.Release()
+	if w.inflight.Add(-1) == 0 {
 		w.lastNs = max(w.lastNs, now)
 		w.finish()
-		c.Release()
-		return
-	}
-	if err := c.Resubmit(engine.Request{File: w.file, Off: off, Len: w.job.BS, Tag: uint64(t), Worker: -1}); err != nil {
-		w.fail("resubmit", off, err)
-		w.finish()
-		c.Release()
 	}
 }
