@@ -33,14 +33,7 @@ func newBuf(mem memory.Allocator, n int) *memory.Buffer {
 // ancestor's definition level) and, when some slot is null, returns their
 // validity bitmap.
 func slotBitmap(mem memory.Allocator, defs []int16, rad, maxDef int16) (slots, nulls int, bm *memory.Buffer) {
-	for _, v := range defs {
-		if v >= rad {
-			slots++
-			if v < maxDef {
-				nulls++
-			}
-		}
-	}
+	slots, nulls = countSlots(defs, rad, maxDef)
 	if nulls == 0 {
 		return slots, 0, nil
 	}
@@ -373,25 +366,26 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 			child = nd
 		case arrow.LIST, arrow.MAP, arrow.LARGE_LIST:
 			bm := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
-			out := file.ValidityBitmapInputOutput{ReadUpperBound: int64(n), ValidBits: bm.Bytes()}
 			var ob *memory.Buffer
 			var last int64
 			var err error
+			var lists, nulls int
 			if f.Field.Type.ID() == arrow.LARGE_LIST {
 				ob = newBuf(mem, (n+1)*8)
 				offs := arrow.Int64Traits.CastFromBytes(ob.Bytes())
-				clear(offs)
-				err = file.DefRepLevelsToListInfo(defs, reps, info, &out, offs)
-				last = offs[out.Read]
+				lists, nulls, err = listOffsets(defs, reps, info, offs, bm.Bytes())
+				if err == nil {
+					last = offs[lists]
+				}
 			} else {
 				ob = newBuf(mem, (n+1)*4)
 				offs := arrow.Int32Traits.CastFromBytes(ob.Bytes())
-				clear(offs)
-				err = file.DefRepLevelsToListInfo(defs, reps, info, &out, offs)
+				lists, nulls, err = listOffsets(defs, reps, info, offs, bm.Bytes())
 				if err == nil {
-					last = int64(offs[out.Read])
+					last = int64(offs[lists])
 				}
 			}
+			out := struct{ Read, NullCount int64 }{int64(lists), int64(nulls)}
 			if err == nil && last != int64(child.Len()) {
 				err = kindf(ErrCorrupt, "list %q ends at %d but its child has %d values", f.Field.Name, last, child.Len())
 			}

@@ -1,8 +1,6 @@
 package codec
 
 import (
-	"unsafe"
-
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 )
@@ -91,8 +89,7 @@ func (d *Decoder) DecodeListInt32Into(c *Chunk, dict *Dictionary, pageBytes []by
 	rs, ds := reps[lead:], defs[lead:]
 	ds = ds[:len(rs)]
 	// Most levels continue a row with a value: test four at a time.
-	repCont := uint64(0x0001000100010001) * uint64(uint16(list.RepLevel))
-	defVal := uint64(0x0001000100010001) * uint64(uint16(maxDef))
+	repCont, defVal := splat(list.RepLevel), splat(maxDef)
 	i := 0
 	for ; i+4 <= len(rs); i += 4 {
 		if load4(rs[i:]) == repCont && load4(ds[i:]) == defVal {
@@ -197,9 +194,3 @@ func (d *Decoder) valuesInto(h *PageHeader, dict *Dictionary, b []byte, n int, d
 }
 
 var errNullInto = kindf(ErrUnsupported, "page holds null lists or elements; use DecodePage")
-
-// load4 reads four levels as one word.
-func load4(s []int16) uint64 {
-	_ = s[3]
-	return *(*uint64)(unsafe.Pointer(&s[0]))
-}

@@ -181,16 +181,6 @@ func firstRowStart(reps []int16) int {
 	return len(reps)
 }
 
-func countDefined(defs []int16, maxDef int16) int {
-	n := 0
-	for _, v := range defs {
-		if v >= maxDef {
-			n++
-		}
-	}
-	return n
-}
-
 func (d *Decoder) build(c *Chunk, p *plan, r levelRange) (arr arrow.Array, err error) {
 	defer recoverCorrupt(&err)
 	defs := d.defs[r.s:r.e]
