@@ -156,7 +156,8 @@ type QueueOptions struct {
 	// Handler, when set, receives every completion of the queue on the
 	// worker goroutine that reaped it, in arrival order, outside the reap
 	// loop. It owns the completion until it calls Release or Resubmit and
-	// must not block. Completions then never reach Next.
+	// must not block. Completions then never reach Next. With several
+	// workers, or the pread pool, it is called concurrently.
 	Handler func(c *Completion)
 }
 

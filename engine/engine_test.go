@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -679,4 +680,68 @@ func TestOptionsValidation(t *testing.T) {
 	if err != nil || o.SlotSize != 8192 || o.QueueDepth != DefaultQueueDepth || o.SlotsPerWorker != DefaultQueueDepth || o.Workers != 1 {
 		t.Fatalf("fill: %+v %v", o, err)
 	}
+}
+
+func TestFixedBuffersFallback(t *testing.T) {
+	saved := registerBuffers
+	defer func() { registerBuffers = saved }()
+	registerBuffers = func(*ring.Ring, []unix.Iovec) error { return &ring.Error{Op: "register buffers", Err: unix.ENOMEM} }
+
+	if _, err := New(Options{Kind: IOUring, FixedBuffers: On}); err != nil && fallbackErr(err) && !errors.Is(err, unix.ENOMEM) {
+		t.Skipf("io_uring unavailable: %v", err)
+	} else if !errors.Is(err, unix.ENOMEM) {
+		t.Fatalf("FixedBuffers On with registration refused: %v", err)
+	}
+	e := newEngine(t, Options{Kind: IOUring, Workers: 2})
+	in := e.Info()
+	if in.Kind != IOUring || in.FixedBuffers || len(in.Notices) != 1 {
+		t.Fatalf("Info %+v", in)
+	}
+	data := content(50000)
+	f, err := e.Open(writeFile(t, data, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.NewQueue(QueueOptions{})
+	if err := q.Submit(context.Background(), []Request{{File: f, Off: 999, Len: 40000, Tag: 1, Worker: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompletion(t, c, data, map[uint64]int{1: 40000})
+	c.Release()
+}
+
+// TestIdleWorkerSleeps checks that a worker with nothing in flight waits in
+// the kernel instead of looping, and still wakes for a new request.
+func TestIdleWorkerSleeps(t *testing.T) {
+	data := content(10000)
+	path := writeFile(t, data, false)
+	e := newEngine(t, Options{Kind: IOUring})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.NewQueue(QueueOptions{})
+	read := func() {
+		t.Helper()
+		if err := q.Submit(context.Background(), []Request{{File: f, Off: 1, Len: 10, Worker: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := q.Next(context.Background())
+		if err != nil || c.Err != nil {
+			t.Fatal(err, c.Err)
+		}
+		c.Release()
+	}
+	read()
+	w := e.workers[0]
+	before := w.loops.Load()
+	time.Sleep(50 * time.Millisecond) // room for a spinning worker to show itself
+	if n := w.loops.Load() - before; n > 2 {
+		t.Fatalf("idle worker looped %d times", n)
+	}
+	read() // the eventfd wakes it
 }

@@ -70,7 +70,7 @@ func (w *worker) setupRing() error {
 			iovs[i].Base = unsafe.SliceData(w.slots[i].buf)
 			iovs[i].SetLen(len(w.slots[i].buf))
 		}
-		if err := r.RegisterBuffers(iovs); err != nil {
+		if err := registerBuffers(r, iovs); err != nil {
 			if o.FixedBuffers == On {
 				return &Error{Op: "register buffers", Err: err}
 			}
@@ -121,6 +121,7 @@ func (w *worker) loop() {
 	depth := w.e.opts.QueueDepth
 	batch := w.e.opts.BatchSubmit
 	for {
+		w.loops.Add(1)
 		if w.mboxN.Load() > 0 {
 			w.takeMailbox()
 		}

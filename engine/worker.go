@@ -48,12 +48,19 @@ type worker struct {
 
 	// pread: slot indices for the goroutine pool.
 	jobs chan int32
+
+	loops atomic.Uint64 // io_uring loop iterations, for the no-spin test
+
 }
 
 const efdUserData = ^uint64(0)
 
-// newRing is the io_uring setup hook; tests replace it to force fallbacks.
-var newRing = ring.New
+// Hooks for io_uring setup and buffer registration; tests replace them to
+// force the fallbacks.
+var (
+	newRing         = ring.New
+	registerBuffers = (*ring.Ring).RegisterBuffers
+)
 
 func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 	o := e.opts
