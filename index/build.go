@@ -43,7 +43,6 @@ type Options struct {
 
 const (
 	defaultWalkRead = 64 << 10
-	footerTailRead  = 64 << 10
 	maxHeaderRead   = 16 << 20 // a page header larger than this is corrupt
 	coalesceGap     = 64 << 10 // offset indexes closer than this share a read
 	coalesceMax     = 8 << 20
@@ -64,6 +63,10 @@ func (o Options) fill(paths []string) Options {
 	}
 	return o
 }
+
+// footerTailRead is the first read at the end of each file: most footers fit
+// in it. A variable for tests.
+var footerTailRead = 64 << 10
 
 // DefaultReader returns the BatchReader Build uses when Options.Reader is
 // nil: a pread pool of parallelism goroutines.

@@ -17,7 +17,7 @@ import (
 
 // small is a dataset config that yields a few hundred pages quickly.
 func small(pageIndex bool, version int) gen.Config {
-	return gen.Config{Files: 3, RowsPerFile: 500, RowGroupRows: 200, PageSize: 1024, MeanTokens: 32, PageIndex: pageIndex, PageVersion: version, Seed: 9}
+	return gen.Config{Files: 3, RowsPerFile: 300, RowGroupRows: 100, PageSize: 512, MeanTokens: 16, PageIndex: pageIndex, PageVersion: version, Seed: 9}
 }
 
 // footerOf returns the footer bounds and the offset index location of leaf
@@ -218,7 +218,7 @@ func TestLocate(t *testing.T) {
 				if ix.Column(0).Descr == nil || ix.Column(0).Descr.MaxRepetitionLevel() != 1 {
 					t.Fatal("descriptor missing")
 				}
-				if ix.NumChunks() != 9 || ix.NumRows() != 1500 {
+				if ix.NumChunks() != 9 || ix.NumRows() != 900 {
 					t.Fatalf("%d chunks, %d rows", ix.NumChunks(), ix.NumRows())
 				}
 				for k := 0; k < ix.NumColumns(); k++ {
@@ -321,10 +321,10 @@ func TestLocateAllocsAndPanics(t *testing.T) {
 var sinkLoc Loc
 
 func TestResidentBytesPerPage(t *testing.T) {
-	files := genDataset(t, gen.Config{Files: 4, RowsPerFile: 2000, PageSize: 256, MeanTokens: 32, PageIndex: true})
+	files := genDataset(t, gen.Config{Files: 2, RowsPerFile: 1000, PageSize: 128, MeanTokens: 16, PageIndex: true, Codec: "none"})
 	ix := build(t, files, Options{Columns: []string{"input_ids"}})
 	st := ix.Stats()
-	if st.Pages < 2000 {
+	if st.Pages < 500 {
 		t.Fatalf("only %d pages", st.Pages)
 	}
 	if per := float64(st.ResidentBytes) / float64(st.Pages); per > 16 {
@@ -334,14 +334,15 @@ func TestResidentBytesPerPage(t *testing.T) {
 
 // TestLargeFooter indexes files whose footer exceeds the first tail read.
 func TestLargeFooter(t *testing.T) {
-	files := genDataset(t, gen.Config{Files: 2, RowsPerFile: 3000, RowGroupRows: 5, MeanTokens: 4, PageIndex: true, Dictionary: true})
-	st, _ := os.Stat(files[0])
+	files := genDataset(t, gen.Config{Files: 3, RowsPerFile: 300, RowGroupRows: 10, MeanTokens: 4, PageIndex: true, Dictionary: true})
+	defer func(n int) { footerTailRead = n }(footerTailRead)
+	footerTailRead = 1024
 	b, _ := os.ReadFile(files[0])
-	if flen := binary.LittleEndian.Uint32(b[len(b)-8:]); flen <= footerTailRead {
-		t.Fatalf("footer of %d bytes fits the first read (file %d bytes)", flen, st.Size())
+	if flen := binary.LittleEndian.Uint32(b[len(b)-8:]); int(flen) <= footerTailRead {
+		t.Fatalf("footer of %d bytes fits the first read", flen)
 	}
 	ix := build(t, files, Options{Columns: []string{"input_ids"}})
-	if ix.NumChunks() != 1200 || ix.NumRows() != 6000 || ix.File(1).NumRowGroups != 600 {
+	if ix.NumChunks() != 90 || ix.NumRows() != 900 || ix.File(2).NumRowGroups != 30 {
 		t.Fatalf("%d chunks, %d rows", ix.NumChunks(), ix.NumRows())
 	}
 	checkColumn(t, ix, 0, files, true)
