@@ -156,8 +156,10 @@ type QueueOptions struct {
 	// Handler, when set, receives every completion of the queue on the
 	// worker goroutine that reaped it, in arrival order, outside the reap
 	// loop. It owns the completion until it calls Release or Resubmit and
-	// must not block. Completions then never reach Next. With several
-	// workers, or the pread pool, it is called concurrently.
+	// must not block. Completions then never reach Next. Calls for one
+	// Completion.Worker never overlap (also with the pread pool), so
+	// per-worker state needs no lock; calls for different workers run
+	// concurrently.
 	Handler func(c *Completion)
 }
 

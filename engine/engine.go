@@ -14,7 +14,23 @@
 //     bytes (fewer only at end of file) or an error of type *Error.
 //   - Completion.Data stays valid, and its slot stays taken, until Release.
 //   - Close waits for every read in flight and every worker goroutine;
-//     calls after Close return ErrClosed.
+//     calls after Close return ErrClosed. Completions not yet released
+//     stay valid: the last Release unmaps the slot memory.
+//
+// Threads and wakeups: each io_uring worker is a goroutine locked to its OS
+// thread (pinned to its Options.CPUSets entry), owning a ring set up with
+// fio's flag ladder and one mmap'd slot region, registered as fixed buffers
+// when RLIMIT_MEMLOCK allows. Its cycle is: take the mailbox, prepare SQEs,
+// one io_uring_enter (submit + wait for at least one completion), reap
+// every ready CQE and advance the CQ head once, then run Handlers and fill
+// queues outside the reap loop. Submissions from other goroutines land in
+// a per-worker mailbox; a worker asleep in io_uring_enter is woken by a
+// write to an eventfd whose READ it keeps armed in its own ring, and only
+// when it is asleep, so an idle worker costs nothing and a busy one no
+// extra syscall.
+//
+// Completion.Resubmit (from a Handler) reuses the slot with no lock, no
+// channel and no allocation on io_uring: fio's closed loop.
 package engine
 
 import (

@@ -745,3 +745,57 @@ func TestIdleWorkerSleeps(t *testing.T) {
 	}
 	read() // the eventfd wakes it
 }
+
+// TestHandlerCallsPerWorkerNeverOverlap: a Handler may keep per-worker state
+// unlocked, also on the pread pool where many goroutines read for a worker.
+func TestHandlerCallsPerWorkerNeverOverlap(t *testing.T) {
+	data := content(1 << 20)
+	path := writeFile(t, data, false)
+	for _, kind := range []Kind{IOUring, Pread} {
+		t.Run(kind.String(), func(t *testing.T) {
+			e := newEngine(t, Options{Kind: kind, Workers: 2, QueueDepth: 16, SlotSize: 16 << 10})
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var busy [2]atomic.Int32
+			var perWorker [2]int // unlocked on purpose: the race detector checks the claim
+			var left atomic.Int64
+			left.Store(1000)
+			finished := make(chan struct{})
+			var overlap atomic.Bool
+			q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+				if !busy[c.Worker].CompareAndSwap(0, 1) {
+					overlap.Store(true)
+				}
+				perWorker[c.Worker]++
+				for i := 0; i < 200; i++ { // widen the window
+					_ = c.Data[i%len(c.Data)]
+				}
+				busy[c.Worker].Store(0)
+				if n := left.Add(-1); n >= 32 {
+					if c.Resubmit(Request{File: f, Off: int64(n) * 1000, Len: 1000}) == nil {
+						return
+					}
+				} else if n == 0 {
+					defer close(finished)
+				}
+				c.Release()
+			}})
+			reqs := make([]Request, 32)
+			for i := range reqs {
+				reqs[i] = Request{File: f, Off: int64(i) * 999, Len: 1000, Worker: i % 2}
+			}
+			if err := q.Submit(context.Background(), reqs); err != nil {
+				t.Fatal(err)
+			}
+			<-finished
+			if overlap.Load() {
+				t.Fatal("Handler calls for one worker overlapped")
+			}
+			if err := q.Drain(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

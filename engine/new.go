@@ -135,7 +135,7 @@ func (e *Engine) Close() error {
 		close(e.closedCh)
 		// Every Submit that got past its closing check has posted by now.
 		e.subMu.Lock()
-		e.subMu.Unlock() //nolint:staticcheck // an empty critical section is the barrier
+		e.subMu.Unlock() // an empty critical section: the barrier is the point
 		for _, w := range e.workers {
 			w.stop()
 		}

@@ -8,9 +8,9 @@ import (
 
 // The pread worker: a pool of min(QueueDepth, slots) goroutines per worker
 // taking busy slots from a channel, each doing pread(2) until its slot is
-// full, at EOF or failed, then delivering on its own goroutine (the
-// "worker goroutine that reaped it"). Completions are unordered across the
-// pool, as with io_uring. Resubmit sends the slot back to the channel,
+// full, at EOF or failed, then delivering on its own goroutine, holding the
+// worker's delivery lock so that a worker's Handler calls never overlap.
+// Completions are unordered across the pool, as with io_uring. Resubmit sends the slot back to the channel,
 // which holds every slot and so never blocks.
 
 func (w *worker) startPread() error {
@@ -48,7 +48,11 @@ func (w *worker) runPread(setup chan<- error) {
 		s := &w.slots[idx]
 		w.preadSlot(s)
 		s.complete()
+		// One delivery at a time per worker, as on an io_uring worker:
+		// Handlers may keep per-Completion.Worker state unlocked.
+		w.hmu.Lock()
 		s.deliver() // s belongs to its receiver from here on
+		w.hmu.Unlock()
 	}
 }
 

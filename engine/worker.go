@@ -46,8 +46,10 @@ type worker struct {
 	cqes     []ring.CQE
 	done     []*slot
 
-	// pread: slot indices for the goroutine pool.
+	// pread: slot indices for the goroutine pool, and the lock that makes
+	// the pool's deliveries one at a time.
 	jobs chan int32
+	hmu  sync.Mutex
 
 	loops atomic.Uint64 // io_uring loop iterations, for the no-spin test
 
