@@ -178,3 +178,22 @@ func TestWriteNormal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeFio checks that no fio output, however mangled, panics the
+// decoder or the metric extraction.
+func FuzzDecodeFio(f *testing.F) {
+	if b, err := os.ReadFile(fioSample); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`warning\n{"jobs":[{"read":{"total_ios":1,"clat_ns":{"percentile":{"99.000000":5}}}}]}`))
+	f.Add([]byte(`{"jobs":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := DecodeFio(b)
+		if err != nil {
+			return
+		}
+		if m, err := MetricsOf(out); err == nil && len(out.Jobs) == 0 {
+			t.Fatalf("metrics %+v from a document without jobs", m)
+		}
+	})
+}

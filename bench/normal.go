@@ -36,16 +36,16 @@ func (r *Report) WriteNormal(w io.Writer) error {
 			fmt.Fprintf(&b, "    clat percentiles (%s):\n", unit)
 			for k, p := range FioPercentiles {
 				if k%4 == 0 {
-					if k > 0 {
-						b.WriteString("\n")
-					}
 					b.WriteString("     |")
-				} else {
-					b.WriteString(",")
 				}
 				fmt.Fprintf(&b, " %5.2fth=[%5d]", p, rd.ClatNs.Percentile[PercentileKey(p)]/div)
+				if k < len(FioPercentiles)-1 {
+					b.WriteString(",")
+				}
+				if k%4 == 3 || k == len(FioPercentiles)-1 {
+					b.WriteString("\n")
+				}
 			}
-			b.WriteString("\n")
 		}
 		if rd.BWSamples > 0 {
 			fmt.Fprintf(&b, "   bw (  KiB/s): min=%d, max=%d, per=%.2f%%, avg=%.2f, stdev=%.2f, samples=%d\n",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -273,13 +274,18 @@ func sample(ws []*worker, job *Job, base time.Time, status io.Writer, stop <-cha
 			iops := float64(ios-prevIOs) / (2 * sampleEvery).Seconds()
 			prevTotal, prevIOs = total, ios
 			pct, eta := progress(job, now.Sub(base), total, len(ws))
-			line := fmt.Sprintf("Jobs: %d (f=%d): [r(%d)][%.1f%%][r=%s/s][r=%s IOPS][eta %02dm:%02ds]",
-				running, running, running, pct, fmtBytes(bw, true), fmtNum(iops), int(eta.Minutes()), int(eta.Seconds())%60)
+			line := statusLine(running, pct, bw, iops, eta)
 			pad := max(wrote-len(line), 0)
 			fmt.Fprintf(status, "\r%s%*s", line, pad, "")
 			wrote = len(line) + pad
 		}
 	}
+}
+
+// statusLine formats fio's live status line.
+func statusLine(running int, pct, bw, iops float64, eta time.Duration) string {
+	return fmt.Sprintf("Jobs: %d (f=%d): [%s][%.1f%%][r=%s/s][r=%s IOPS][eta %02dm:%02ds]",
+		running, running, "r("+strconv.Itoa(running)+")", pct, fmtBytes(bw, true), fmtNum(iops), int(eta.Minutes()), int(eta.Seconds())%60)
 }
 
 // progress estimates the share done and the time left.

@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 func TestLatencyPercentiles(t *testing.T) {
@@ -94,4 +95,20 @@ func BenchmarkLatencyRecord(b *testing.B) {
 		v = v*7%1_000_000 + 1
 	}
 	b.ReportMetric(float64(l.N())/b.Elapsed().Seconds(), "records/s")
+}
+
+func TestStatusLine(t *testing.T) {
+	got := statusLine(1, 50, 446*1024*1024+300*1024, 114303, 3*time.Second)
+	want := "Jobs: 1 (f=1): [r(1)][50.0%][r=446MiB/s][r=114k IOPS][eta 00m:03s]"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	job := Job{Runtime: 4 * time.Second, RampTime: time.Second}
+	if pct, eta := progress(&job, 2*time.Second, 0, 1); pct != 40 || eta != 3*time.Second {
+		t.Errorf("time based progress %v %v", pct, eta)
+	}
+	job = Job{Size: 1000}
+	if pct, eta := progress(&job, time.Second, 500, 2); pct != 25 || eta != 3*time.Second {
+		t.Errorf("size based progress %v %v", pct, eta)
+	}
 }

@@ -96,3 +96,19 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSize checks that sizes and times never panic and that accepted
+// sizes are non-negative.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"4k", "2GiB", "1.5g", "4096", "9000000p", "", "1e9", "500ms", "1m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := ParseSize(s); err == nil && n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		if d, err := ParseTime(s); err == nil && d < 0 {
+			t.Fatalf("ParseTime(%q) = %v", s, d)
+		}
+	})
+}
