@@ -48,7 +48,9 @@ type Info struct {
 	Notices       []string // every fallback taken, with its reason
 }
 
-// File is a file opened for reads through the engine. Safe for concurrent use.
+// File is a file opened for reads through the engine. Safe for concurrent
+// use. It belongs to the engine that opened it: requests for it on another
+// engine's queue fail with ErrInvalid.
 type File struct {
 	path   string
 	size   int64
@@ -57,7 +59,8 @@ type File struct {
 	// alignment for O_DIRECT: offsets and memory
 	offAlign, memAlign int
 
-	regIdx   int32        // index in the engines' registered-file tables, or -1
+	e        *Engine      // the engine that opened it; requests go only there
+	regIdx   int32        // index in the engine's registered-file tables, or -1
 	inflight atomic.Int64 // reads submitted and not yet completed
 	closing  atomic.Bool
 	mu       sync.Mutex

@@ -532,6 +532,7 @@ func TestErrors(t *testing.T) {
 				{"negative offset", Request{File: f, Off: -1, Len: 1, Worker: -1}, ErrInvalid},
 				{"nil file", Request{Len: 1, Worker: -1}, ErrInvalid},
 				{"worker out of range", Request{File: f, Len: 1, Worker: 7}, ErrInvalid},
+				{"file of another engine", Request{File: &File{path: "other"}, Len: 1, Worker: -1}, ErrInvalid},
 			} {
 				err := q.Submit(ctx, []Request{tc.req})
 				var ee *Error

@@ -50,7 +50,7 @@ func (e *Engine) Open(path string) (*File, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
 	}
-	f := &File{path: path, size: int64(stx.Size), direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	f := &File{e: e, path: path, size: int64(stx.Size), direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
 	f.cond = sync.NewCond(&f.mu)
 	if direct {
 		f.offAlign, f.memAlign = dioAlign(&stx)
@@ -128,7 +128,9 @@ func logicalBlockSize(major, minor uint32) int {
 }
 
 // CloseFile closes f. Reads of f still in flight finish first; requests for
-// f submitted afterwards fail with an *Error wrapping os.ErrClosed.
+// f submitted afterwards fail with an *Error wrapping os.ErrClosed. It must
+// not be called from a Handler while reads of f are in flight (it would
+// wait for the worker it runs on).
 func (e *Engine) CloseFile(f *File) error {
 	if f == nil {
 		return &Error{Op: "close", Err: os.ErrInvalid}

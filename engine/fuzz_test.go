@@ -20,7 +20,7 @@ func FuzzSlotSetup(f *testing.F) {
 			return
 		}
 		a := 1 << alignLog
-		file := &File{path: "fuzz", size: size, direct: direct, offAlign: a, memAlign: a}
+		file := &File{e: e, path: "fuzz", size: size, direct: direct, offAlign: a, memAlign: a}
 		if !direct {
 			file.offAlign, file.memAlign = 1, 1
 		}

@@ -126,7 +126,9 @@ func (e *Engine) notice(key, format string, args ...any) {
 // Close stops the workers after every read in flight completes, closes the
 // files still open and waits for every goroutine. Completions not yet
 // released stay valid: the slot memory is unmapped by the last Release.
-// Calls after the first return ErrClosed.
+// Calls after the first return ErrClosed. Handlers still resubmitting get
+// ErrClosed from Resubmit and must Release. Close must not be called from a
+// Handler: it waits for the worker running it.
 func (e *Engine) Close() error {
 	err := ErrClosed
 	e.closeOnce.Do(func() {

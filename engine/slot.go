@@ -41,6 +41,9 @@ func (e *Engine) check(req *Request) error {
 	if f == nil {
 		return &Error{Op: "submit", Off: req.Off, Err: fmt.Errorf("%w: nil File", ErrInvalid)}
 	}
+	if f.e != e {
+		return &Error{Op: "submit", Path: f.path, Off: req.Off, Err: fmt.Errorf("%w: file opened by another engine", ErrInvalid)}
+	}
 	if req.Off < 0 || req.Len < 0 || req.Off > math.MaxInt64-int64(req.Len) {
 		return &Error{Op: "submit", Path: f.path, Off: req.Off, Err: fmt.Errorf("%w: offset %d length %d", ErrInvalid, req.Off, req.Len)}
 	}
