@@ -154,6 +154,10 @@ func checkChunk(t testing.TB, d *Decoder, cp *chunkPages, ref arrow.Array) error
 			pg.Release()
 			return fmt.Errorf("page %d: last row still open with %d pages after it", i, len(cp.pages)-i-1)
 		}
+		if err := array.ValidateFull(pg.Array()); err != nil {
+			pg.Release()
+			return fmt.Errorf("page %d: invalid array: %v", i, err)
+		}
 		n := pg.Rows()
 		if row+n > ref.Len() {
 			pg.Release()

@@ -1,0 +1,152 @@
+package codec
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// fuzzChunk is a column chunk a fuzzed page is decoded as.
+type fuzzChunk struct {
+	cp   *chunkPages
+	dict *Dictionary
+}
+
+var (
+	fuzzOnce   sync.Once
+	fuzzChunks []fuzzChunk
+)
+
+// fuzzCorpus writes a few small files of different shapes and codecs with
+// arrow-go; their pages seed FuzzDecodePage and their chunks give fuzzed
+// pages a column to be decoded as.
+func fuzzCorpus(t testing.TB) []fuzzChunk {
+	fuzzOnce.Do(func() {
+		mem := memory.DefaultAllocator
+		var arrs []arrow.Array
+		var opts []genOpts
+		add := func(a arrow.Array, o genOpts) { arrs, opts = append(arrs, a), append(opts, o) }
+		add(tokenRows(5, 60, 300, true), genOpts{codec: compress.Codecs.Zstd, pageSize: 512, dict: true})
+		add(tokenRows(6, 60, 300, false), genOpts{codec: compress.Codecs.Snappy, pageSize: 512})
+		ib := array.NewInt32Builder(mem)
+		for i := 0; i < 500; i++ {
+			if i%5 == 0 {
+				ib.AppendNull()
+			} else {
+				ib.Append(int32(i * 7))
+			}
+		}
+		add(ib.NewArray(), genOpts{codec: compress.Codecs.Zstd, pageSize: 256, v2: true})
+		sb := array.NewStringBuilder(mem)
+		for i := 0; i < 300; i++ {
+			if i%9 == 0 {
+				sb.AppendNull()
+			} else {
+				sb.Append(string(rune('a' + i%26)))
+			}
+		}
+		add(sb.NewArray(), genOpts{codec: compress.Codecs.Gzip, pageSize: 256, dict: true})
+		st := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64), Nullable: true})
+		stb := array.NewStructBuilder(mem, st)
+		lb := stb.FieldBuilder(0).(*array.ListBuilder)
+		fb := lb.ValueBuilder().(*array.Float64Builder)
+		for i := 0; i < 200; i++ {
+			if i%11 == 0 {
+				stb.AppendNull()
+				continue
+			}
+			stb.Append(true)
+			if i%7 == 0 {
+				lb.AppendNull()
+				continue
+			}
+			lb.Append(true)
+			for j := 0; j < i%5; j++ {
+				fb.Append(float64(i) / 3)
+			}
+		}
+		add(stb.NewArray(), genOpts{codec: compress.Codecs.Brotli, pageSize: 256})
+		bb := array.NewBooleanBuilder(mem)
+		for i := 0; i < 400; i++ {
+			bb.Append(i%3 == 0)
+		}
+		add(bb.NewArray(), genOpts{codec: compress.Codecs.Lz4Raw, pageSize: 128})
+		d := NewDecoder(Options{})
+		defer d.Close()
+		for i, a := range arrs {
+			m := openMem(t, writeParquet(t, a, opts[i]))
+			a.Release()
+			cp := m.pages(t, 0, 0)
+			fc := fuzzChunk{cp: cp}
+			if cp.dict != nil {
+				dict, err := d.Dictionary(cp.chunk, cp.dict, cp.dOff)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fc.dict = dict
+			}
+			fuzzChunks = append(fuzzChunks, fc)
+		}
+	})
+	return fuzzChunks
+}
+
+// FuzzDecodePage decodes arbitrary bytes as a page of one of a few real
+// column chunks: no panic, no allocation beyond the Options caps, no hang,
+// errors of this package's kinds only; where the consumer-buffer path also
+// decodes the page, both paths agree.
+func FuzzDecodePage(f *testing.F) {
+	chunks := fuzzCorpus(f)
+	for i, fc := range chunks {
+		for _, p := range fc.cp.pages {
+			f.Add(uint8(i), p)
+		}
+	}
+	f.Fuzz(func(t *testing.T, sel uint8, page []byte) {
+		fc := chunks[int(sel)%len(chunks)]
+		d := NewDecoder(Options{MaxPageBytes: 1 << 20, MaxPageValues: 1 << 16})
+		defer d.Close()
+		pg, err := d.DecodePage(fc.cp.chunk, fc.dict, page, 100)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || e.Off != 100 || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupported) ||
+				errors.Is(err, ErrCRC) || errors.Is(err, ErrPageTooLarge)) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		defer pg.Release()
+		if err := array.ValidateFull(pg.Array()); err != nil {
+			t.Fatalf("invalid array: %v", err)
+		}
+		// the consumer-buffer path, where it applies, agrees
+		h, _, _ := ParsePageHeader(page)
+		n := int(h.NumValues())
+		values, offsets := make([]int32, n), make([]int32, n+1)
+		res, err := d.DecodeListInt32Into(fc.cp.chunk, fc.dict, page, 100, values, offsets)
+		if err != nil {
+			return
+		}
+		list, ok := pg.Array().(*array.List)
+		if !ok || res.Rows != list.Len() || res.LeadingLevels != pg.LeadingLevels() {
+			t.Fatalf("into: %+v, general: %d rows lead %d", res, pg.Rows(), pg.LeadingLevels())
+		}
+		elems := list.ListValues().(*array.Int32)
+		for r := 0; r < res.Rows; r++ {
+			s, e := list.ValueOffsets(r)
+			if int64(offsets[r+1]-offsets[r]) != e-s {
+				t.Fatalf("row %d: %d values, general %d", r, offsets[r+1]-offsets[r], e-s)
+			}
+			for j := int64(0); j < e-s; j++ {
+				if values[int64(offsets[r])+j] != elems.Value(int(s+j)) {
+					t.Fatalf("row %d value %d differs", r, j)
+				}
+			}
+		}
+	})
+}
