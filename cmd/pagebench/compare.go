@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/pagefeed/pagefeed/bench"
@@ -23,6 +24,7 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	size := fs.String("size", "2g", "test file size (fio syntax)")
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the test file (default $TMPDIR)")
 	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary")
+	only := fs.String("case", "", "run only the cases whose name contains this")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("--compare-fio: %v", err)
 	}
@@ -35,6 +37,16 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.FileSize, err = bench.ParseSize(*size); err != nil {
 		return err
+	}
+	if *only != "" {
+		for _, c := range bench.DefaultCases {
+			if strings.Contains(c.Name, *only) {
+				cfg.Cases = append(cfg.Cases, c)
+			}
+		}
+		if len(cfg.Cases) == 0 {
+			return fmt.Errorf("--compare-fio: no case matches --case=%q", *only)
+		}
 	}
 	cfg.Stderr = stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

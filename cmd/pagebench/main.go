@@ -5,10 +5,23 @@
 //	pagebench --name=rr --filename=/data/f --size=2g --rw=randread --bs=4k \
 //	    --ioengine=io_uring --iodepth=64 --direct=1 --runtime=5 --time_based
 //	pagebench --output-format=json job.fio
-//	pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size 2g]
+//	pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size 2g] [--case psync]
+//
+// Differences from fio, on purpose and small:
+//   - Job sections run one after another, each its own group, as if every
+//     section had stonewall; numjobs clones of one section run together.
+//   - Sizes: k, m, g, t, p are powers of 1024 with or without "b"/"ib"
+//     (fio's default kb_base=1024 would read "KiB" as 1000).
+//   - Booleans given as separate words need "=": --direct=1, not --direct 1.
+//   - usr_cpu and sys_cpu come from getrusage(RUSAGE_SELF) over the measured
+//     window (the whole process: engine workers, Go runtime and GC), split
+//     evenly between a group's clones; fio measures each job thread.
+//   - iodepth_level/submit/complete are derived from the options, not
+//     measured; latency_ns/us/ms buckets are measured (clat).
 //
 // Raw mode lives in package bench; this command only binds arguments to its
-// Config structs. Errors are one line on stderr and exit status 1.
+// Config structs. Errors are one line on stderr and exit status 1; a
+// live status line is drawn on stderr only when it is a terminal.
 package main
 
 import (
@@ -29,7 +42,7 @@ func main() {
 }
 
 const usage = `usage: pagebench [fio options] [job.fio ...]
-       pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size SIZE] [--fio PATH]
+       pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size SIZE] [--fio PATH] [--case SUBSTR]
 fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
