@@ -2,6 +2,7 @@ package codec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -157,6 +158,12 @@ func checkChunk(t testing.TB, d *Decoder, cp *chunkPages, ref arrow.Array) error
 		if err := array.ValidateFull(pg.Array()); err != nil {
 			pg.Release()
 			return fmt.Errorf("page %d: invalid array: %v", i, err)
+		}
+		for r := 0; r < pg.Rows(); r++ {
+			if js := AppendJSON(nil, pg.Array(), r); !json.Valid(js) {
+				pg.Release()
+				return fmt.Errorf("page %d row %d: invalid JSON %s", i, r, js)
+			}
 		}
 		n := pg.Rows()
 		if row+n > ref.Len() {
