@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
@@ -63,10 +64,39 @@ func reportIndex(b *testing.B, ix *Index) {
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/build")
 }
 
+// benchReaders are the readers the build benchmarks compare: the default
+// (engine, O_DIRECT where the file system allows: reads miss the page
+// cache), the engine with buffered reads, and the pread pool.
+func benchReaders(b *testing.B) []struct {
+	name string
+	r    BatchReader
+} {
+	direct, err := NewEngineReader(engine.Options{QueueDepth: 64, SlotSize: engineSlot, Logf: b.Logf})
+	if err != nil {
+		b.Fatal(err)
+	}
+	buffered, err := NewEngineReader(engine.Options{QueueDepth: 64, SlotSize: engineSlot, Direct: engine.Off, Logf: b.Logf})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { direct.Close(); buffered.Close() })
+	return []struct {
+		name string
+		r    BatchReader
+	}{{"default", nil}, {"engine_direct", direct}, {"engine_buffered", buffered}, {"pread", &PreadReader{}}}
+}
+
 // BenchmarkBuild: 1,000 files, ~1M input_ids pages, offset indexes.
 func BenchmarkBuild(b *testing.B) {
 	files := benchDataset(b, "oi1000", 1000, true)
-	opts := Options{Columns: []string{"input_ids"}, NoSidecar: true, Logf: b.Logf}
+	for _, rd := range benchReaders(b) {
+		b.Run(rd.name, func(b *testing.B) {
+			benchBuild(b, files, Options{Columns: []string{"input_ids"}, NoSidecar: true, Logf: b.Logf, Reader: rd.r})
+		})
+	}
+}
+
+func benchBuild(b *testing.B, files []string, opts Options) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var ix *Index
@@ -110,22 +140,11 @@ func BenchmarkSidecarLoad(b *testing.B) {
 // BenchmarkBuildHeaderWalk: 50 files, ~108k pages, no offset indexes.
 func BenchmarkBuildHeaderWalk(b *testing.B) {
 	files := benchDataset(b, "walk50", 50, false)
-	opts := Options{Columns: []string{"input_ids"}, NoSidecar: true, Logf: b.Logf}
-	b.ReportAllocs()
-	b.ResetTimer()
-	var ix *Index
-	for i := 0; i < b.N; i++ {
-		var err error
-		if ix, err = Build(context.Background(), files, opts); err != nil {
-			b.Fatal(err)
-		}
+	for _, rd := range benchReaders(b) {
+		b.Run(rd.name, func(b *testing.B) {
+			benchBuild(b, files, Options{Columns: []string{"input_ids"}, NoSidecar: true, Logf: b.Logf, Reader: rd.r})
+		})
 	}
-	b.StopTimer()
-	if ix.Stats().HeaderWalk == 0 {
-		b.Fatal("no header walk")
-	}
-	b.SetBytes(ix.ResidentBytes())
-	reportIndex(b, ix)
 }
 
 // BenchmarkLocate: random global pages of the 1M-page index.

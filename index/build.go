@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/pagefeed/pagefeed/engine"
 )
 
 // Options configures Build. Zero fields take the defaults of fill.
@@ -22,7 +23,8 @@ type Options struct {
 	// or top-level field names ("input_ids", meaning all its leaves). Empty
 	// means every leaf column.
 	Columns []string
-	// Reader does the batched reads; default DefaultReader(Parallelism).
+	// Reader does the batched reads; default: an EngineReader over an
+	// engine Build starts and closes (io_uring, falling back to pread).
 	Reader BatchReader
 	// Sidecar is the sidecar file; default SidecarPath(paths, Columns).
 	Sidecar string
@@ -45,7 +47,7 @@ const (
 	defaultWalkRead = 64 << 10
 	maxHeaderRead   = 16 << 20 // a page header larger than this is corrupt
 	coalesceGap     = 64 << 10 // offset indexes closer than this share a read
-	coalesceMax     = 8 << 20
+	coalesceMax     = engineSlot - 8192 // one engine read
 )
 
 func (o Options) fill(paths []string) Options {
@@ -54,9 +56,6 @@ func (o Options) fill(paths []string) Options {
 	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "index: "+format+"\n", args...) }
-	}
-	if o.Reader == nil {
-		o.Reader = DefaultReader(o.Parallelism)
 	}
 	if o.WalkReadSize <= 0 {
 		o.WalkReadSize = defaultWalkRead
@@ -68,10 +67,21 @@ func (o Options) fill(paths []string) Options {
 // in it. A variable for tests.
 var footerTailRead = 64 << 10
 
-// DefaultReader returns the BatchReader Build uses when Options.Reader is
-// nil: a pread pool of parallelism goroutines.
-func DefaultReader(parallelism int) BatchReader {
-	return &PreadReader{Parallelism: parallelism}
+// defaultReader starts the reader Build uses when Options.Reader is nil:
+// an EngineReader (io_uring, or the engine's own pread pool), or where the
+// engine cannot start at all, a PreadReader. close releases it.
+func defaultReader(o Options) (r BatchReader, close func()) {
+	er, err := NewEngineReader(engine.Options{
+		Kind:       engine.Auto,
+		QueueDepth: min(max(64, o.Parallelism), 256),
+		SlotSize:   engineSlot,
+		Logf:       o.Logf,
+	})
+	if err != nil {
+		o.Logf("engine unavailable (%v): reading with pread", err)
+		return &PreadReader{Parallelism: o.Parallelism}, func() {}
+	}
+	return er, func() { er.Close() }
 }
 
 // Build indexes the Parquet files named by paths (files, directories walked
@@ -84,17 +94,14 @@ func DefaultReader(parallelism int) BatchReader {
 func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	start := time.Now()
 	opts = opts.fill(paths)
-	names, err := expandPaths(paths, opts.Logf)
+	userReader := opts.Reader != nil
+	files, err := expandPaths(paths, opts.Logf)
 	if err != nil {
 		return nil, err
 	}
-	files := make([]FileInfo, len(names))
-	for i, p := range names {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, &Error{Op: "stat", Path: p, Off: -1, Err: err}
-		}
-		files[i] = FileInfo{Path: p, Size: st.Size(), ModTime: st.ModTime()}
+	names := make([]string, len(files))
+	for i := range files {
+		names[i] = files[i].Path
 	}
 
 	sidecar := "miss"
@@ -104,7 +111,12 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		if scPath == "" {
 			scPath = SidecarPath(names, opts.Columns)
 		}
-		ix, status, err := loadSidecar(ctx, scPath, files, opts)
+		lopts := opts
+		if !userReader {
+			// one footer to read: not worth starting an engine
+			lopts.Reader = &PreadReader{Parallelism: 1}
+		}
+		ix, status, err := loadSidecar(ctx, scPath, files, lopts)
 		if err == nil {
 			ix.stats.BuildTime = time.Since(start)
 			ix.stats.Sidecar = "hit"
@@ -117,6 +129,11 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		}
 	}
 
+	if !userReader {
+		r, done := defaultReader(opts)
+		defer done()
+		opts.Reader = r
+	}
 	b := &builder{opts: opts, files: files}
 	ix, err := b.build(ctx)
 	if err != nil {
@@ -140,14 +157,23 @@ func isParquetName(name string) bool {
 	return ext == ".parquet" || ext == ".parq" || ext == ".pq"
 }
 
-func expandPaths(paths []string, logf func(string, ...any)) ([]string, error) {
-	var out []string
+// expandPaths lists the files named by paths, with their size and mtime.
+func expandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) {
+	var out []FileInfo
 	seen := map[string]bool{}
-	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
-			out = append(out, p)
+	add := func(p string, st fs.FileInfo) error {
+		if seen[p] {
+			return nil
 		}
+		if st == nil {
+			var err error
+			if st, err = os.Stat(p); err != nil {
+				return &Error{Op: "stat", Path: p, Off: -1, Err: err}
+			}
+		}
+		seen[p] = true
+		out = append(out, FileInfo{Path: p, Size: st.Size(), ModTime: st.ModTime()})
+		return nil
 	}
 	walk := func(dir string) error {
 		return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -169,7 +195,7 @@ func expandPaths(paths []string, logf func(string, ...any)) ([]string, error) {
 			case !isParquetName(name):
 				logf("skipping %s: not a parquet file name", p)
 			default:
-				add(p)
+				return add(p, nil)
 			}
 			return nil
 		})
@@ -192,8 +218,8 @@ func expandPaths(paths []string, logf func(string, ...any)) ([]string, error) {
 					if err := walk(q); err != nil {
 						return nil, err
 					}
-				} else {
-					add(q)
+				} else if err := add(q, st); err != nil {
+					return nil, err
 				}
 			}
 			continue
@@ -208,7 +234,9 @@ func expandPaths(paths []string, logf func(string, ...any)) ([]string, error) {
 			}
 			continue
 		}
-		add(p)
+		if err := add(p, st); err != nil {
+			return nil, err
+		}
 	}
 	if len(out) == 0 {
 		return nil, &Error{Op: "list", Path: strings.Join(paths, " "), Off: -1, Err: ErrEmpty}
