@@ -32,6 +32,7 @@ type Options struct {
 	SlotSize       int                              // bytes per slot; default 1 MiB (rounded up to the memory alignment)
 	SlotsPerWorker int                              // default QueueDepth
 	BatchSubmit    int                              // SQEs per io_uring_enter; default QueueDepth
+	BatchComplete  int                              // completions one io_uring_enter waits for, capped at reads in flight (fio's iodepth_batch_complete_min); default 1. Higher saves wakeups and CPU; new submissions may then wait for that many completions
 	Direct         Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
 	FixedBuffers   Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn
 	RegisterFiles  bool                             // register file descriptors with the ring

@@ -153,6 +153,7 @@ func closedLoop(b *testing.B, o Options, depth int) {
 func BenchmarkRandRead4K(b *testing.B) {
 	b.Run("uring", func(b *testing.B) { closedLoop(b, Options{Kind: IOUring}, 64) })
 	b.Run("uring/nofixed", func(b *testing.B) { closedLoop(b, Options{Kind: IOUring, FixedBuffers: Off}, 64) })
+	b.Run("uring/batchcomplete8", func(b *testing.B) { closedLoop(b, Options{Kind: IOUring, BatchComplete: 8}, 64) })
 	b.Run("pread", func(b *testing.B) { closedLoop(b, Options{Kind: Pread}, 64) })
 }
 

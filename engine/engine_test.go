@@ -38,6 +38,7 @@ func backends() []backend {
 		{name: "uring/direct", opts: Options{Kind: IOUring}, direct: 1},
 		{name: "uring/direct/regfiles/2workers", opts: Options{Kind: IOUring, Workers: 2, RegisterFiles: true, QueueDepth: 16}, direct: 1},
 		{name: "uring/direct/nofixed", opts: Options{Kind: IOUring, FixedBuffers: Off}, direct: 1},
+		{name: "uring/direct/batchcomplete8", opts: Options{Kind: IOUring, BatchComplete: 8, BatchSubmit: 4}, direct: 1},
 		{name: "uring/shm", opts: Options{Kind: IOUring}, shm: true, direct: -1},
 		{name: "uring/buffered-refused", opts: Options{Kind: IOUring}, shm: true, refuse: true},
 		{name: "uring/buffered-off", opts: Options{Kind: IOUring, Direct: Off}},

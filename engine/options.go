@@ -45,6 +45,12 @@ func (o Options) fill() (Options, error) {
 	if o.BatchSubmit <= 0 || o.BatchSubmit > o.QueueDepth {
 		o.BatchSubmit = o.QueueDepth
 	}
+	if o.BatchComplete <= 0 {
+		o.BatchComplete = 1
+	}
+	if o.BatchComplete > o.QueueDepth {
+		o.BatchComplete = o.QueueDepth
+	}
 	for i, set := range o.CPUSets {
 		if len(set) == 0 {
 			return o, fmt.Errorf("engine: CPUSets[%d] is empty", i)

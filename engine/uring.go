@@ -120,6 +120,7 @@ func (w *worker) loop() {
 	r := w.r
 	depth := w.e.opts.QueueDepth
 	batch := w.e.opts.BatchSubmit
+	waitFor := w.e.opts.BatchComplete
 	for {
 		w.loops.Add(1)
 		if w.mboxN.Load() > 0 {
@@ -156,7 +157,7 @@ func (w *worker) loop() {
 		if stopping && w.inKernel == 0 && w.pqLen == 0 && w.mboxN.Load() == 0 {
 			return
 		}
-		minComplete := uint32(1)
+		minComplete := uint32(max(1, min(waitFor, w.inKernel)))
 		w.waiting.Store(1)
 		if w.mboxN.Load() > 0 || (stopping && w.inKernel == 0) || (w.pqLen > 0 && w.inKernel < depth) {
 			minComplete = 0
