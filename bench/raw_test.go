@@ -52,17 +52,22 @@ func TestEnginesReadCorrectBytes(t *testing.T) {
 	engines := []struct {
 		engine string
 		direct bool
+		fixed  bool // fixedbufs and registerfiles
 	}{
-		{EnginePsync, false},
-		{EnginePsync, true},
-		{EngineMmap, false},
-		{EngineIOUring, true},
-		{EngineIOUring, false},
+		{EnginePsync, false, false},
+		{EnginePsync, true, false},
+		{EngineMmap, false, false},
+		{EngineIOUring, true, false},
+		{EngineIOUring, false, false},
+		{EngineIOUring, true, true},
 	}
 	for _, e := range engines {
 		name := e.engine
 		if e.direct {
 			name += "/direct"
+		}
+		if e.fixed {
+			name += "/fixedbufs+registerfiles"
 		}
 		t.Run(name, func(t *testing.T) {
 			if e.direct && !directOK(path) {
@@ -72,6 +77,7 @@ func TestEnginesReadCorrectBytes(t *testing.T) {
 			// for one-at-a-time engines; any order for io_uring.
 			job := DefaultJob()
 			job.Name, job.Filename, job.IOEngine, job.Direct, job.BS = "seq", path, e.engine, e.direct, 2*blk
+			job.FixedBufs, job.RegisterFiles = e.fixed, e.fixed
 			if e.engine == EngineIOUring {
 				job.IODepth = 8
 			}
@@ -102,6 +108,10 @@ func TestEnginesReadCorrectBytes(t *testing.T) {
 				t.Errorf("checksum of what was read %08x, want %08x", c, want)
 			}
 			r := rep.Results()[0]
+			t.Logf("engine: %q", r.EngineInfo)
+			if e.fixed && !strings.Contains(r.EngineInfo, "registerfiles") {
+				t.Errorf("registerfiles asked for, engine reports %q", r.EngineInfo)
+			}
 			if r.IOs != nblk/2 || r.IOBytes != nblk*blk || r.Clat.N() != r.IOs || r.Lat.N() != r.IOs {
 				t.Errorf("ios %d bytes %d clat.N %d", r.IOs, r.IOBytes, r.Clat.N())
 			}
@@ -136,9 +146,16 @@ func engineMissing(err error) bool {
 }
 
 func TestNumJobsAndGroupReporting(t *testing.T) {
+	for _, eng := range []string{EnginePsync, EngineIOUring} {
+		t.Run(eng, func(t *testing.T) { testNumJobs(t, eng) })
+	}
+}
+
+func testNumJobs(t *testing.T, eng string) {
 	path, _ := knownFile(t, 64)
 	job := DefaultJob()
 	job.Name, job.Filename, job.NumJobs, job.GroupReporting = "g", path, 3, true
+	job.IOEngine, job.IODepth = eng, 4
 	job.RW = RandRead
 	job.Size = 64 * blk
 	rep, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job, job}})
