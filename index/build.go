@@ -45,8 +45,8 @@ type Options struct {
 
 const (
 	defaultWalkRead = 64 << 10
-	maxHeaderRead   = 16 << 20 // a page header larger than this is corrupt
-	coalesceGap     = 64 << 10 // offset indexes closer than this share a read
+	maxHeaderRead   = 16 << 20          // a page header larger than this is corrupt
+	coalesceGap     = 64 << 10          // offset indexes closer than this share a read
 	coalesceMax     = engineSlot - 8192 // one engine read
 )
 
