@@ -25,19 +25,23 @@ const (
 
 // Options configures an Engine. Zero fields take the defaults of fill.
 type Options struct {
-	Kind           Kind                             // default Auto
-	Workers        int                              // worker goroutines, each with its own ring; default 1
-	CPUSets        [][]int                          // optional: worker i pins to CPUSets[i%len(CPUSets)]
-	QueueDepth     int                              // reads in flight per worker; default 64, at most 4096
-	SlotSize       int                              // bytes per slot; default 1 MiB (rounded up to the memory alignment)
-	SlotsPerWorker int                              // default QueueDepth
-	BatchSubmit    int                              // SQEs per io_uring_enter; default QueueDepth
-	BatchComplete  int                              // completions one io_uring_enter waits for, capped at reads in flight (fio's iodepth_batch_complete_min); default 1. Higher saves wakeups and CPU; new submissions may then wait for that many completions
-	Direct         Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
-	FixedBuffers   Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn
-	RegisterFiles  bool                             // register file descriptors with the ring
-	Timestamps     bool                             // fill Completion.SubmitNs and DoneNs (monotonic ns)
-	Logf           func(format string, args ...any) // notices; default: stderr, each once
+	Kind           Kind    // default Auto
+	Workers        int     // worker goroutines, each with its own ring; default 1
+	CPUSets        [][]int // optional: worker i pins to CPUSets[i%len(CPUSets)]
+	QueueDepth     int     // reads in flight per worker; default 64, at most 4096
+	SlotSize       int     // bytes per slot; default 1 MiB (rounded up to 4 KiB, the slot alignment)
+	SlotsPerWorker int     // default QueueDepth
+	BatchSubmit    int     // SQEs per io_uring_enter; default QueueDepth
+	// BatchComplete is how many completions one io_uring_enter waits for,
+	// capped at the reads in flight (fio's iodepth_batch_complete_min);
+	// default 1. More saves wakeups and CPU; a new submission may then
+	// wait for that many completions before its worker picks it up.
+	BatchComplete int
+	Direct        Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
+	FixedBuffers  Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn
+	RegisterFiles bool                             // register file descriptors with the ring
+	Timestamps    bool                             // fill Completion.SubmitNs and DoneNs (monotonic ns)
+	Logf          func(format string, args ...any) // notices; default: stderr, each once
 }
 
 // Info reports what the engine actually set up.
