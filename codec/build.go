@@ -336,7 +336,20 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 		f := p.path[k]
 		cf := p.path[k+1]
 		info := f.LevelInfo
-		childField := arrow.Field{Name: cf.Field.Name, Type: child.DataType(), Nullable: cf.Field.Nullable, Metadata: cf.Field.Metadata}
+		// the node's type, projected to this leaf, is the same for every
+		// page: build it once per plan
+		if p.types[k] == nil {
+			childField := arrow.Field{Name: cf.Field.Name, Type: child.DataType(), Nullable: cf.Field.Nullable, Metadata: cf.Field.Metadata}
+			switch f.Field.Type.ID() {
+			case arrow.STRUCT:
+				p.types[k] = arrow.StructOf(childField)
+			case arrow.LARGE_LIST:
+				p.types[k] = arrow.LargeListOfField(childField)
+			default:
+				p.types[k] = arrow.ListOfField(childField)
+			}
+		}
+		dt := p.types[k]
 		switch f.Field.Type.ID() {
 		case arrow.STRUCT:
 			bm := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
@@ -359,13 +372,15 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 			if out.NullCount > 0 {
 				valid = bm
 			}
-			dt := arrow.StructOf(childField)
 			nd := array.NewData(dt, int(out.Read), []*memory.Buffer{valid}, []arrow.ArrayData{child}, int(out.NullCount), 0)
 			bm.Release()
 			child.Release()
 			child = nd
 		case arrow.LIST, arrow.MAP, arrow.LARGE_LIST:
-			bm := newBuf(mem, int(bitutil.BytesForBits(int64(n))))
+			// validity goes to scratch first: most lists have no nulls
+			nb := int(bitutil.BytesForBits(int64(n)))
+			d.bits = grow(d.bits, nb)
+			scratch := d.bits[:nb]
 			var ob *memory.Buffer
 			var last int64
 			var err error
@@ -373,14 +388,14 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 			if f.Field.Type.ID() == arrow.LARGE_LIST {
 				ob = newBuf(mem, (n+1)*8)
 				offs := arrow.Int64Traits.CastFromBytes(ob.Bytes())
-				lists, nulls, err = listOffsets(defs, reps, info, offs, bm.Bytes())
+				lists, nulls, err = listOffsets(defs, reps, info, offs, scratch)
 				if err == nil {
 					last = offs[lists]
 				}
 			} else {
 				ob = newBuf(mem, (n+1)*4)
 				offs := arrow.Int32Traits.CastFromBytes(ob.Bytes())
-				lists, nulls, err = listOffsets(defs, reps, info, offs, bm.Bytes())
+				lists, nulls, err = listOffsets(defs, reps, info, offs, scratch)
 				if err == nil {
 					last = int64(offs[lists])
 				}
@@ -390,7 +405,6 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 				err = kindf(ErrCorrupt, "list %q ends at %d but its child has %d values", f.Field.Name, last, child.Len())
 			}
 			if err != nil {
-				bm.Release()
 				ob.Release()
 				child.Release()
 				if isKind(err, ErrCorrupt) {
@@ -400,17 +414,18 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 			}
 			var valid *memory.Buffer
 			if out.NullCount > 0 {
-				valid = bm
+				valid = newBuf(mem, int(bitutil.BytesForBits(out.Read)))
+				copy(valid.Bytes(), scratch)
 			}
-			var dt arrow.DataType
+			width := 4
 			if f.Field.Type.ID() == arrow.LARGE_LIST {
-				dt = arrow.LargeListOfField(childField)
-			} else {
-				dt = arrow.ListOfField(childField)
+				width = 8
 			}
-			ob.Resize(int(out.Read+1) * int(dt.Layout().Buffers[1].ByteWidth))
+			ob.Resize(int(out.Read+1) * width)
 			nd := array.NewData(dt, int(out.Read), []*memory.Buffer{valid, ob}, []arrow.ArrayData{child}, int(out.NullCount), 0)
-			bm.Release()
+			if valid != nil {
+				valid.Release()
+			}
 			ob.Release()
 			child.Release()
 			child = nd

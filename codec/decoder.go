@@ -139,6 +139,7 @@ type Decoder struct {
 	defs, reps []int16
 	vals       values
 	idx        []int32 // dictionary indices
+	bits       []byte  // validity scratch
 }
 
 // spanBuf holds one page's decompressed bytes for as long as values decoded

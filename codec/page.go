@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"sync"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -57,9 +59,14 @@ func (p *Page) Continued() int { return p.continued }
 func (p *Page) Release() {
 	if p.arr != nil {
 		p.arr.Release()
-		p.arr = nil
+		*p = Page{}
+		pagePool.Put(p)
 	}
 }
+
+// pagePool recycles Page values: a loader decodes and releases pages at a
+// high rate.
+var pagePool = sync.Pool{New: func() any { return new(Page) }}
 
 // DecodePage decodes the data page in pageBytes (header and body as read
 // from disk at file offset off) of chunk c. dict is the chunk's Dictionary,
@@ -107,7 +114,7 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 	var st *colState // arrow-go's reader, made when a page needs it
 	maxRep := c.Descr.MaxRepetitionLevel()
 	maxDef := c.Descr.MaxDefinitionLevel()
-	pg = &Page{}
+	pg = pagePool.Get().(*Page)
 	var r levelRange
 	lvl, val := 0, 0
 	for k := range pages {
@@ -159,11 +166,15 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 		if st != nil {
 			d.dropState(st)
 		}
+		*pg = Page{}
+		pagePool.Put(pg)
 		return nil, c.err("decode", offs[k], err)
 	}
 	r.e, r.ve = lvl, val
 	arr, err := d.build(c, p, r)
 	if err != nil {
+		*pg = Page{}
+		pagePool.Put(pg)
 		return nil, c.err("decode", offs[0], err)
 	}
 	pg.arr = arr

@@ -20,6 +20,9 @@ type schemaInfo struct {
 type plan struct {
 	path []*pqarrow.SchemaField // top-level field first, leaf last
 	leaf *pqarrow.SchemaField
+	// types caches the projected Arrow type of each node of path but the
+	// leaf, built on first use (a plan belongs to one Decoder).
+	types []arrow.DataType
 	// fail is set when the column's shape is not supported; every page of
 	// the column fails with it.
 	fail error
@@ -88,6 +91,7 @@ func (d *Decoder) makePlan(c *Chunk) (p *plan, err error) {
 	for f := leaf; f != nil; f = si.manifest.GetParent(f) {
 		p.path = append([]*pqarrow.SchemaField{f}, p.path...)
 	}
+	p.types = make([]arrow.DataType, len(p.path))
 	for _, f := range p.path[:len(p.path)-1] {
 		switch f.Field.Type.ID() {
 		case arrow.STRUCT, arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
