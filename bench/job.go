@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -242,7 +243,7 @@ func (j *Job) Set(o Option) error {
 		// Jobs always run one after another, in their own goroutines.
 		_, err = parseBool(key, v, o.Bare)
 	default:
-		err = fmt.Errorf("%w: unknown option %q", ErrBadOption, key)
+		err = fmt.Errorf("%w: %w %q", ErrBadOption, errUnknownOption, key)
 	}
 	return err
 }
@@ -270,6 +271,8 @@ func ParseArgs(args []string) (*Spec, error) {
 		o := Option{Key: key, Bare: true}
 		if k, v, ok := strings.Cut(key, "="); ok {
 			o = Option{Key: k, Value: v}
+		} else if !knownKey(key) {
+			return nil, fmt.Errorf("%w: unknown option %q", ErrBadOption, key)
 		} else if takesValue(key) {
 			if i+1 >= len(args) {
 				return nil, fmt.Errorf("%w: --%s needs a value", ErrBadOption, key)
@@ -329,6 +332,18 @@ func ParseArgs(args []string) (*Spec, error) {
 		spec.Jobs = append(spec.Jobs, JobSpec{Global: global})
 	}
 	return spec, nil
+}
+
+// errUnknownOption marks Set's error for a key it does not know.
+var errUnknownOption = errors.New("unknown option")
+
+// knownKey reports whether key is an option ParseArgs accepts.
+func knownKey(key string) bool {
+	if key == "output-format" || key == "name" {
+		return true
+	}
+	var probe Job
+	return !errors.Is(probe.Set(Option{Key: key, Bare: true}), errUnknownOption)
 }
 
 // takesValue reports whether a bare "--key" consumes the next argument.

@@ -112,6 +112,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--filename=/f", "--runtime=soon"}, ErrBadOption, "time"},
 		{[]string{"--filename=/f", "--output-format=xml"}, ErrBadOption, "output-format"},
 		{[]string{"--filename"}, ErrBadOption, "needs a value"},
+		{[]string{"--frob"}, ErrBadOption, `unknown option "frob"`},
+		{[]string{"--frob", "x", "--filename=/f"}, ErrBadOption, `unknown option "frob"`},
 		{[]string{"--name"}, ErrBadOption, "needs a value"},
 		{[]string{"--output-format=json"}, ErrBadOption, "no job"},
 		{[]string{"/no/such/job.fio"}, ErrJobFile, "no such file"},
