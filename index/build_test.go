@@ -209,7 +209,7 @@ func TestLocate(t *testing.T) {
 		for _, pi := range []bool{true, false} {
 			t.Run(fmt.Sprintf("v%d_pageindex_%v", v, pi), func(t *testing.T) {
 				c := small(pi, v)
-				c.Dictionary = true
+				c.Dictionary, c.Files = true, 2
 				files := genDataset(t, c)
 				ix := build(t, files, Options{Columns: []string{"input_ids", "id"}})
 				if ix.NumColumns() != 2 || ix.Column(0).Path != "input_ids.list.element" || ix.Column(1).Path != "id" {
@@ -218,7 +218,7 @@ func TestLocate(t *testing.T) {
 				if ix.Column(0).Descr == nil || ix.Column(0).Descr.MaxRepetitionLevel() != 1 {
 					t.Fatal("descriptor missing")
 				}
-				if ix.NumChunks() != 9 || ix.NumRows() != 900 {
+				if ix.NumChunks() != 6 || ix.NumRows() != 600 {
 					t.Fatalf("%d chunks, %d rows", ix.NumChunks(), ix.NumRows())
 				}
 				for k := 0; k < ix.NumColumns(); k++ {
@@ -334,7 +334,7 @@ func TestResidentBytesPerPage(t *testing.T) {
 
 // TestLargeFooter indexes files whose footer exceeds the first tail read.
 func TestLargeFooter(t *testing.T) {
-	files := genDataset(t, gen.Config{Files: 3, RowsPerFile: 300, RowGroupRows: 10, MeanTokens: 4, PageIndex: true, Dictionary: true})
+	files := genDataset(t, gen.Config{Files: 2, RowsPerFile: 200, RowGroupRows: 10, MeanTokens: 4, PageIndex: true, Dictionary: true})
 	defer func(n int) { footerTailRead = n }(footerTailRead)
 	footerTailRead = 1024
 	b, _ := os.ReadFile(files[0])
@@ -342,7 +342,7 @@ func TestLargeFooter(t *testing.T) {
 		t.Fatalf("footer of %d bytes fits the first read", flen)
 	}
 	ix := build(t, files, Options{Columns: []string{"input_ids"}})
-	if ix.NumChunks() != 90 || ix.NumRows() != 900 || ix.File(2).NumRowGroups != 30 {
+	if ix.NumChunks() != 40 || ix.NumRows() != 400 || ix.File(1).NumRowGroups != 20 {
 		t.Fatalf("%d chunks, %d rows", ix.NumChunks(), ix.NumRows())
 	}
 	checkColumn(t, ix, 0, files, true)

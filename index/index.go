@@ -13,6 +13,18 @@
 // sums separately. A column chunk must be smaller than 4 GiB and hold fewer
 // than 2^32-1 rows (ErrUnsupported otherwise).
 //
+// Reads go through a BatchReader: by default an EngineReader over an
+// engine Build starts and closes (io_uring with O_DIRECT where possible,
+// else the engine's pread pool), or a PreadReader when no engine can start.
+// All footers are read in one batch, then all offset indexes (nearby ones
+// of a file coalesced), then header-walk rounds that read every walked
+// chunk's next headers at once.
+//
+// First rows: with an offset index every page's first row is known; a
+// header walk knows them for V2 pages (num_rows) and for V1 pages of
+// non-repeated columns (num_values), and otherwise only for each chunk's
+// first page (Loc.FirstRow and NumRows are -1 where unknown).
+//
 // An Index is immutable after Build and safe for concurrent use.
 //
 // Build persists the index in a sidecar file keyed by every file's path,
