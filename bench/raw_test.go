@@ -351,3 +351,30 @@ func TestWorkerRampAndLimits(t *testing.T) {
 		t.Errorf("sequential offsets %v, want %v", offs, want)
 	}
 }
+
+func TestCancelStopsJob(t *testing.T) {
+	path, _ := knownFile(t, 64)
+	for _, eng := range []string{EnginePsync, EngineMmap, EngineIOUring} {
+		t.Run(eng, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			job := DefaultJob()
+			job.Name, job.Filename, job.IOEngine, job.IODepth = "c", path, eng, 4
+			job.RW, job.TimeBased, job.Runtime = RandRead, true, time.Hour
+			reads := 0
+			cfg := RawConfig{Jobs: []Job{job, job}, onRead: func(int, int64, []byte) {
+				if reads++; reads == 100 {
+					cancel()
+				}
+			}}
+			rep, err := RunRaw(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The first job stops soon after the cancel; the second never starts.
+			if len(rep.Groups) != 1 || rep.Results()[0].IOs < 100 {
+				t.Fatalf("groups %d", len(rep.Groups))
+			}
+		})
+	}
+}

@@ -67,6 +67,9 @@ func TestRunJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+	if strings.Contains(stderr.String(), "Jobs:") {
+		t.Errorf("status line drawn on a non-terminal: %q", stderr.String())
+	}
 	if !strings.Contains(stderr.String(), "laying out IO file") {
 		t.Errorf("no layout notice on stderr: %q", stderr.String())
 	}
