@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/internal/gen"
+	"go.uber.org/goleak"
 )
 
 // Benchmark datasets are generated once per test binary run, into a temp
@@ -25,6 +27,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if benchRoot != "" {
 		os.RemoveAll(benchRoot)
+	}
+	// Build starts and closes its own engine: nothing may outlive it.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
