@@ -1,0 +1,265 @@
+// Package rinas is pagefeed's loader: the control plane that turns a page
+// index into batches. It implements RINAS's intra-batch unordered fetching
+// (every read of a batch, and of the next Prefetch batches, is in flight at
+// once, and a batch is assembled in completion order) over YOUMU's
+// page-level shuffle, with Reimu's row-group shuffle, a full row shuffle, a
+// sequential stream with a local shuffle buffer, and no shuffle as
+// baselines.
+//
+// Memory is fixed at Open: engine slots, the fetch window and the output
+// token buffers come from pools sized by the Config. A consumer that does
+// not Release its batches blocks Next (backpressure); ctx still ends it.
+//
+// A Loader is used by one goroutine: Next, State and Close must not be
+// called concurrently. Batch.Release may be called from any goroutine.
+package rinas
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
+)
+
+// Sentinel errors.
+var (
+	ErrClosed = errors.New("rinas: loader closed")
+	ErrConfig = errors.New("rinas: invalid config")
+	ErrState  = errors.New("rinas: state does not match this loader")
+	ErrMemory = errors.New("rinas: configuration exceeds the memory limit")
+)
+
+// Shuffle is how an epoch orders its data.
+type Shuffle int
+
+const (
+	ShufflePage     Shuffle = iota // YOUMU: pages in a seeded random order
+	ShuffleRow                     // every row in random order, one page read per row
+	ShuffleRowGroup                // Reimu: row groups in random order, rows shuffled within
+	ShuffleStream                  // pages in file order through the shuffle buffer
+	ShuffleNone                    // pages in file order
+)
+
+var shuffleNames = [...]string{"page", "row", "rowgroup", "stream", "none"}
+
+func (s Shuffle) String() string {
+	if int(s) < len(shuffleNames) {
+		return shuffleNames[s]
+	}
+	return fmt.Sprintf("Shuffle(%d)", int(s))
+}
+
+// ParseShuffle parses a Shuffle name.
+func ParseShuffle(s string) (Shuffle, error) {
+	for i, n := range shuffleNames {
+		if strings.EqualFold(s, n) {
+			return Shuffle(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown shuffle %q (want page, row, rowgroup, stream or none)", ErrConfig, s)
+}
+
+// Fetch is how the reads of a batch are issued.
+type Fetch int
+
+const (
+	Unordered Fetch = iota // RINAS: all reads of a batch in flight, assembled as they land
+	Ordered                // one read at a time, in order: the classic map-style loader
+)
+
+func (f Fetch) String() string {
+	if f == Ordered {
+		return "ordered"
+	}
+	return "unordered"
+}
+
+// ParseFetch parses a Fetch name.
+func ParseFetch(s string) (Fetch, error) {
+	switch strings.ToLower(s) {
+	case "unordered":
+		return Unordered, nil
+	case "ordered":
+		return Ordered, nil
+	}
+	return 0, fmt.Errorf("%w: unknown fetch %q (want unordered or ordered)", ErrConfig, s)
+}
+
+// Output is what a Batch carries.
+type Output int
+
+const (
+	OutputArrow  Output = iota // Arrow arrays of the column's rows
+	OutputTokens               // packed [BatchRows, SeqLen] int32 tokens
+)
+
+// ParseOutput parses an Output name.
+func ParseOutput(s string) (Output, error) {
+	switch strings.ToLower(s) {
+	case "arrow":
+		return OutputArrow, nil
+	case "tokens":
+		return OutputTokens, nil
+	}
+	return 0, fmt.Errorf("%w: unknown output %q (want arrow or tokens)", ErrConfig, s)
+}
+
+func (o Output) String() string {
+	if o == OutputTokens {
+		return "tokens"
+	}
+	return "arrow"
+}
+
+// Config configures a Loader. Zero fields take the defaults that fill
+// documents.
+type Config struct {
+	// Paths are Parquet files, directories or globs; Columns the projection
+	// (one leaf column: the loader reads one column; default the first leaf).
+	Paths   []string
+	Columns []string
+
+	Shuffle Shuffle
+	// BatchPages is the fetch unit: the number of pages (row mode: rows;
+	// rowgroup mode: row groups) whose reads are issued together and
+	// assembled in completion order. Default 64.
+	BatchPages int
+	// BatchRows, when > 0, makes Next return batches of this many rows
+	// (tokens output: rows of the token matrix) instead of one batch per
+	// BatchPages pages.
+	BatchRows int
+	// BufferRows is YOUMU's shuffle buffer (Algorithm 2), in rows: arriving
+	// rows are inserted at random places and random rows leave once it is
+	// full. 0 turns it off, except in stream mode (default 8192 there).
+	BufferRows int
+	Fetch      Fetch
+	// Prefetch is how many batches beyond the one being consumed are read
+	// ahead (unordered fetch). Default 2.
+	Prefetch int
+
+	Seed   uint64
+	Epoch  uint64 // first epoch
+	Epochs int    // epochs to run; default 1. Next returns io.EOF after the last.
+
+	// Rank of World. World 0 takes all three from $RANK, $WORLD_SIZE and
+	// $LOCAL_RANK as torchrun sets them (else rank 0 of 1).
+	Rank, World, LocalRank int
+
+	Output Output
+	SeqLen int   // tokens: columns of the token matrix; default 2048
+	EOS    int32 // tokens: id written after each document; default 50256
+	Pad    int32 // tokens: id filling the tail of the last row; default EOS
+
+	// MemoryLimit bounds what Open may allocate for slots, the fetch
+	// window and output buffers; a Config needing more fails at Open with
+	// ErrMemory. Default 1 GiB.
+	MemoryLimit int64
+
+	// Engine configures the data plane; Engine.Workers defaults to
+	// GOMAXPROCS (decoding runs on the workers). Ignored when SharedEngine
+	// is set.
+	Engine       engine.Options
+	SharedEngine *engine.Engine
+	// Index configures the index build; SharedIndex skips the build.
+	Index       index.Options
+	SharedIndex *index.Index
+
+	// Resume, when set, continues exactly from a State taken by a Loader
+	// of the same dataset and seed.
+	Resume *State
+
+	// Logf receives notices; default stderr.
+	Logf func(format string, args ...any)
+}
+
+func envInt(name string, def int) (int, error) {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: $%s=%q is not an integer", ErrConfig, name, v)
+	}
+	return n, nil
+}
+
+// fill applies defaults and validates.
+func (c *Config) fill() error {
+	if len(c.Paths) == 0 && c.SharedIndex == nil {
+		return fmt.Errorf("%w: no paths", ErrConfig)
+	}
+	if c.Shuffle < ShufflePage || c.Shuffle > ShuffleNone {
+		return fmt.Errorf("%w: shuffle %d", ErrConfig, c.Shuffle)
+	}
+	if c.BatchPages == 0 {
+		c.BatchPages = 64
+	}
+	if c.BatchPages < 0 || c.BatchPages > 1<<16 {
+		return fmt.Errorf("%w: batch of %d pages (want 1..65536)", ErrConfig, c.BatchPages)
+	}
+	if c.BatchRows < 0 {
+		return fmt.Errorf("%w: batch of %d rows", ErrConfig, c.BatchRows)
+	}
+	if c.BufferRows < 0 {
+		return fmt.Errorf("%w: buffer of %d rows", ErrConfig, c.BufferRows)
+	}
+	if c.Shuffle == ShuffleStream && c.BufferRows == 0 {
+		c.BufferRows = 8192
+	}
+	if c.Prefetch == 0 {
+		c.Prefetch = 2
+	}
+	if c.Prefetch < 0 || c.Prefetch > 64 {
+		return fmt.Errorf("%w: prefetch %d (want 0..64)", ErrConfig, c.Prefetch)
+	}
+	if c.Epochs == 0 {
+		c.Epochs = 1
+	}
+	if c.Epochs < 0 {
+		return fmt.Errorf("%w: %d epochs", ErrConfig, c.Epochs)
+	}
+	if c.World == 0 {
+		var err error
+		if c.Rank, err = envInt("RANK", 0); err != nil {
+			return err
+		}
+		if c.World, err = envInt("WORLD_SIZE", 1); err != nil {
+			return err
+		}
+		if c.LocalRank, err = envInt("LOCAL_RANK", 0); err != nil {
+			return err
+		}
+	}
+	if c.World < 1 || c.Rank < 0 || c.Rank >= c.World {
+		return fmt.Errorf("%w: rank %d of world %d", ErrConfig, c.Rank, c.World)
+	}
+	if c.Output == OutputTokens {
+		if c.SeqLen == 0 {
+			c.SeqLen = 2048
+		}
+		if c.SeqLen < 0 {
+			return fmt.Errorf("%w: seq_len %d", ErrConfig, c.SeqLen)
+		}
+		if c.BatchRows == 0 {
+			c.BatchRows = 8
+		}
+		if c.EOS == 0 {
+			c.EOS = 50256
+		}
+		if c.Pad == 0 {
+			c.Pad = c.EOS
+		}
+	}
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = 1 << 30
+	}
+	if c.Logf == nil {
+		c.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "rinas: "+format+"\n", args...) }
+	}
+	return nil
+}

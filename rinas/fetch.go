@@ -1,0 +1,547 @@
+package rinas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index/perm"
+)
+
+// unit is one scheduled piece of an epoch: a page (with its continuation
+// where rows may cross pages), a row, or a row group.
+type unit struct {
+	idx   int    // its index in the fetch batch
+	pos   uint64 // global position in the epoch's order
+	chunk int
+	first int   // first global page read
+	n     int   // pages read
+	row   int32 // row mode: the row within the page; -1 all
+	// keep is how many leading pages deliver rows (the rest only complete
+	// the last row); rowgroup units keep all.
+	keep  int
+	got   atomic.Int32
+	comps []*engine.Completion
+	pages []*codec.Page
+	err   error
+}
+
+// fetchBatch is a batch of units read together (RINAS): all its reads are
+// in flight at once and it is handed over when its last unit lands; order
+// lists its units in landing order.
+type fetchBatch struct {
+	id     int
+	epoch  uint64
+	j0     uint64 // shard index of its first unit
+	jEnd   uint64 // shard index after its last
+	n      int
+	units  []unit
+	order  []int32
+	landed atomic.Int32
+	left   atomic.Int32
+	done   chan struct{} // one token when the last unit lands
+	step   chan struct{} // ordered fetch: one token per unit
+	mu     sync.Mutex
+	err    error
+}
+
+func (fb *fetchBatch) fail(err error) {
+	fb.mu.Lock()
+	if fb.err == nil {
+		fb.err = err
+	}
+	fb.mu.Unlock()
+}
+
+func (fb *fetchBatch) firstErr() error {
+	fb.mu.Lock()
+	defer fb.mu.Unlock()
+	return fb.err
+}
+
+// releasePages drops the decoded pages and any slot still held.
+func (fb *fetchBatch) releasePages() {
+	for i := range fb.units[:fb.n] {
+		u := &fb.units[i]
+		for _, p := range u.pages {
+			p.Release()
+		}
+		u.pages = u.pages[:0]
+		u.releaseComps()
+	}
+}
+
+// recycle returns a consumed fetch batch to the producer.
+func (l *Loader) recycle(fb *fetchBatch) {
+	fb.releasePages()
+	fb.n = 0
+	fb.err = nil
+	l.free <- fb
+}
+
+const (
+	tagUnitBits = 24
+	tagPageBits = 16
+)
+
+func pageTag(fb, u, k int) uint64 {
+	return uint64(fb)<<(tagUnitBits+tagPageBits) | uint64(u)<<tagPageBits | uint64(k)
+}
+
+// produce schedules every unit of the loader's epochs, batch by batch. It
+// is the only goroutine that opens files and makes chunks.
+func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uint64) {
+	defer l.wg.Done()
+	defer close(l.ready)
+	ctx := l.ctx
+	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
+	for {
+		j := done
+		n := sh.Len()
+		for j < n {
+			var fb *fetchBatch
+			select {
+			case fb = <-l.free:
+			case <-ctx.Done():
+				return
+			}
+			fb.epoch, fb.j0, fb.n = epoch, j, 0
+			for j < n && fb.n < len(fb.units) {
+				pos := sh.Pos(j)
+				j++
+				if len(exclude) > 0 && exclude[0] <= pos {
+					if exclude[0] == pos {
+						exclude = exclude[1:]
+						continue
+					}
+					exclude = trimExclude(exclude, pos)
+				}
+				fb.units[fb.n].idx = fb.n
+				if err := l.fillUnit(&fb.units[fb.n], sh, pos); err != nil {
+					l.perr = err
+					l.free <- fb
+					return
+				}
+				fb.n++
+			}
+			fb.jEnd = j
+			if fb.n == 0 {
+				l.free <- fb
+				continue
+			}
+			fb.landed.Store(0)
+			fb.left.Store(int32(fb.n))
+			select {
+			case l.ready <- fb:
+			case <-ctx.Done():
+				l.free <- fb
+				return
+			}
+			if err := l.submit(ctx, fb, reqs); err != nil {
+				if !errors.Is(err, context.Canceled) {
+					l.perr = err
+				}
+				return
+			}
+		}
+		// The epoch's end.
+		var fb *fetchBatch
+		select {
+		case fb = <-l.free:
+		case <-ctx.Done():
+			return
+		}
+		fb.n, fb.epoch = 0, epoch
+		select {
+		case l.ready <- fb:
+		case <-ctx.Done():
+			return
+		}
+		epoch++
+		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
+			return
+		}
+		var err error
+		if sh, err = l.perm(epoch).Shard(0, l.cfg.Rank, l.cfg.World); err != nil {
+			l.perr = err
+			return
+		}
+		done, exclude = 0, nil
+	}
+}
+
+// fillUnit describes the unit at global position pos.
+func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
+	u.pos, u.row, u.err = pos, -1, nil
+	u.got.Store(0)
+	u.pages = u.pages[:0]
+	var item uint64
+	switch l.cfg.Shuffle {
+	case ShuffleNone, ShuffleStream:
+		item = pos
+	default:
+		item = sh.Perm.At(pos)
+	}
+	switch l.cfg.Shuffle {
+	case ShuffleRowGroup:
+		c := l.ix.Chunk(0, int(item))
+		u.chunk, u.first, u.n, u.keep = int(item), c.FirstPage, c.NumPages, c.NumPages
+	case ShuffleRow:
+		row := int64(item)
+		g := upperBound(l.rowStart, row)
+		loc := l.ix.Locate(0, g)
+		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
+		u.row = int32(row - l.rowStart[g])
+	default:
+		g := int(item)
+		loc := l.ix.Locate(0, g)
+		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
+		c := l.ix.Chunk(0, loc.Chunk)
+		if loc.NumRows < 0 && l.ix.Column(0).Descr.MaxRepetitionLevel() > 0 && g+1 < c.FirstPage+c.NumPages {
+			u.n = 2 // its last row may continue in the next page
+		}
+	}
+	return l.prepareChunk(u.chunk)
+}
+
+// upperBound returns the i with a[i] <= v < a[i+1].
+func upperBound(a []int64, v int64) int {
+	lo, hi := 0, len(a)-1
+	for hi-lo > 1 {
+		m := int(uint(lo+hi) >> 1)
+		if a[m] <= v {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// prepareChunk opens the chunk's file and describes the chunk once.
+func (l *Loader) prepareChunk(c int) error {
+	if l.chunks[c] != nil {
+		return nil
+	}
+	ci := l.ix.Chunk(0, c)
+	f := l.files[ci.File]
+	if f == nil {
+		var err error
+		if f, err = l.eng.Open(l.ix.File(ci.File).Path); err != nil {
+			return err
+		}
+		l.files[ci.File] = f
+	}
+	col := l.ix.Column(0)
+	l.chunks[c] = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: f.Path(), Column: col.Path}
+	return nil
+}
+
+// submit issues the reads of fb: dictionaries first, then every page at
+// once (unordered) or one unit at a time (ordered).
+func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Request) error {
+	for i := range fb.units[:fb.n] {
+		if err := l.ensureDict(ctx, fb.units[i].chunk); err != nil {
+			return err
+		}
+	}
+	reqs = reqs[:0]
+	for i := range fb.units[:fb.n] {
+		u := &fb.units[i]
+		ci := l.ix.Chunk(0, u.chunk)
+		f := l.files[ci.File]
+		for k := 0; k < u.n; k++ {
+			loc := l.ix.Locate(0, u.first+k)
+			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: -1})
+		}
+		if l.cfg.Fetch == Ordered {
+			if err := l.pageQ.Submit(ctx, reqs); err != nil {
+				return err
+			}
+			reqs = reqs[:0]
+			select {
+			case <-fb.step:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	if len(reqs) > 0 {
+		return l.pageQ.Submit(ctx, reqs)
+	}
+	return nil
+}
+
+// onPage runs on an engine worker for every page read that lands.
+func (l *Loader) onPage(c *engine.Completion) {
+	fb := l.fbs[c.Tag>>(tagUnitBits+tagPageBits)]
+	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
+	n := u.n // read before the count: once it is complete, u may be reused
+	u.comps[c.Tag&(1<<tagPageBits-1)] = c
+	l.sa.disk.Add(int64(len(c.Data)))
+	if int(u.got.Add(1)) < n {
+		return
+	}
+	l.decodeUnit(fb, u, c.Worker)
+}
+
+// decodeUnit decodes a unit whose reads have all landed, on worker w, or
+// parks it until its chunk's dictionary lands.
+func (l *Loader) decodeUnit(fb *fetchBatch, u *unit, w int) {
+	if l.ix.Chunk(0, u.chunk).DictSize > 0 {
+		d, err, parked := l.dicts.getOrPark(u.chunk, fb, u)
+		if parked {
+			return
+		}
+		if err == nil {
+			err = l.decodeWith(l.decs[w], u, d)
+		} else {
+			u.releaseComps()
+		}
+		l.dicts.unuse(u.chunk)
+		l.finishUnit(fb, u, err)
+		return
+	}
+	l.finishUnit(fb, u, l.decodeWith(l.decs[w], u, nil))
+}
+
+// decodeWith decodes u's pages and releases their slots.
+func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary) (err error) {
+	defer u.releaseComps()
+	for _, c := range u.comps[:u.n] {
+		if c.Err != nil {
+			return c.Err
+		}
+	}
+	ch := l.chunks[u.chunk]
+	end := l.chunkEnd(u.chunk)
+	rep := l.ix.Column(0).Descr.MaxRepetitionLevel() > 0
+	var bufs [][]byte
+	var offs []int64
+	for k := 0; k < u.keep; k++ {
+		// Decode page k with as many of the unit's following pages as its
+		// last row needs: one more where rows may cross pages, growing
+		// while the row goes on, then synchronous reads past the unit.
+		m := 1
+		if rep && k+1 < u.n && l.ix.Locate(0, u.first+k).NumRows < 0 {
+			m = 2
+		}
+		var p *codec.Page
+		for {
+			bufs, offs = bufs[:0], offs[:0]
+			for i := k; i < k+m; i++ {
+				bufs, offs = append(bufs, u.comps[i].Data), append(offs, u.comps[i].Off)
+			}
+			if p, err = dec.DecodeSpan(ch, dict, bufs, offs); err != nil {
+				return err
+			}
+			if !p.LastRowMayContinue() || u.first+k+m >= end {
+				break
+			}
+			if k+m < u.n {
+				p.Release()
+				m++
+				continue
+			}
+			if p, err = l.slowSpan(dec, u, k, dict, p); err != nil {
+				return err
+			}
+			break
+		}
+		l.sa.pages.Add(1)
+		l.sa.decoded.Add(int64(p.Header().UncompressedSize))
+		u.pages = append(u.pages, p)
+	}
+	return nil
+}
+
+func (l *Loader) chunkEnd(c int) int {
+	ci := l.ix.Chunk(0, c)
+	return ci.FirstPage + ci.NumPages
+}
+
+// finishUnit records a landed unit.
+func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
+	if err != nil {
+		u.err = err
+		fb.fail(err)
+	}
+	i := fb.landed.Add(1) - 1
+	fb.order[i] = int32(u.idx)
+	if l.cfg.Fetch == Ordered {
+		fb.step <- struct{}{}
+	}
+	if fb.left.Add(-1) == 0 {
+		fb.done <- struct{}{}
+	}
+}
+
+// ensureDict makes sure chunk c's dictionary is loaded or being read.
+func (l *Loader) ensureDict(ctx context.Context, c int) error {
+	ci := l.ix.Chunk(0, c)
+	if ci.DictSize == 0 || !l.dicts.acquire(c) {
+		return nil
+	}
+	f := l.files[ci.File]
+	req := [1]engine.Request{{File: f, Off: ci.DictOffset, Len: int(ci.DictSize), Tag: uint64(c), Worker: -1}}
+	return l.dictQ.Submit(ctx, req[:])
+}
+
+// onDict runs on an engine worker when a dictionary page lands: it
+// decodes it and then every unit that was waiting for it.
+func (l *Loader) onDict(c *engine.Completion) {
+	chunk := int(c.Tag)
+	l.sa.disk.Add(int64(len(c.Data)))
+	l.sa.dicts.Add(1)
+	var d *codec.Dictionary
+	err := c.Err
+	if err == nil {
+		d, err = l.decs[c.Worker].Dictionary(l.chunks[chunk], c.Data, c.Off)
+	}
+	c.Release()
+	for _, p := range l.dicts.resolve(chunk, d, err) {
+		uerr := err
+		if uerr != nil {
+			p.u.releaseComps()
+		} else {
+			uerr = l.decodeWith(l.decs[c.Worker], p.u, d)
+		}
+		l.dicts.unuse(chunk)
+		l.finishUnit(p.fb, p.u, uerr)
+	}
+}
+
+// releaseComps gives the unit's slots back. Each reference is cleared
+// before its Release: a Drain that returns after the last Release must not
+// race with writes to the unit.
+func (u *unit) releaseComps() {
+	for k, c := range u.comps {
+		if c != nil {
+			u.comps[k] = nil
+			c.Release()
+		}
+	}
+}
+
+// dictCache holds each chunk's dictionary once read. An entry counts the
+// units scheduled on it; beyond maxDictEntries, unused ready entries are
+// evicted oldest first (a later unit reads the dictionary again).
+type dictCache struct {
+	mu      sync.Mutex
+	entries map[int]*dictEntry
+	fifo    []int
+}
+
+type parkedUnit struct {
+	fb *fetchBatch
+	u  *unit
+}
+
+type dictEntry struct {
+	ready  bool
+	users  int
+	dict   *codec.Dictionary
+	err    error
+	parked []parkedUnit
+}
+
+const maxDictEntries = 256
+
+func (d *dictCache) init() { d.entries = map[int]*dictEntry{} }
+
+// acquire counts one more unit on chunk c's dictionary and reports whether
+// the dictionary must be read (no entry yet).
+func (d *dictCache) acquire(c int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.entries[c]; ok {
+		e.users++
+		return false
+	}
+	d.entries[c] = &dictEntry{users: 1}
+	d.fifo = append(d.fifo, c)
+	return true
+}
+
+// unuse ends one unit's use of chunk c's dictionary.
+func (d *dictCache) unuse(c int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.entries[c]; e != nil {
+		e.users--
+	}
+	d.evictLocked()
+}
+
+func (d *dictCache) evictLocked() {
+	for i := 0; len(d.entries) > maxDictEntries && i < len(d.fifo); {
+		c := d.fifo[i]
+		e := d.entries[c]
+		if e != nil && (!e.ready || e.users > 0) {
+			i++
+			continue
+		}
+		d.fifo = append(d.fifo[:i], d.fifo[i+1:]...)
+		delete(d.entries, c)
+	}
+}
+
+// getOrPark returns chunk c's dictionary, or parks u until it lands.
+func (d *dictCache) getOrPark(c int, fb *fetchBatch, u *unit) (*codec.Dictionary, error, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.entries[c]
+	if e == nil {
+		return nil, fmt.Errorf("rinas: dictionary of chunk %d was never requested", c), false
+	}
+	if !e.ready {
+		e.parked = append(e.parked, parkedUnit{fb, u})
+		return nil, nil, true
+	}
+	return e.dict, e.err, false
+}
+
+// resolve stores a landed dictionary and returns the units parked on it.
+func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error) []parkedUnit {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.entries[c]
+	if e == nil {
+		return nil
+	}
+	e.ready, e.dict, e.err = true, dict, err
+	p := e.parked
+	e.parked = nil
+	return p
+}
+
+// lookup returns a ready dictionary.
+func (d *dictCache) lookup(c int) (*codec.Dictionary, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.entries[c]; e != nil && e.ready && e.err == nil {
+		return e.dict, true
+	}
+	return nil, false
+}
+
+// store adds a dictionary read synchronously.
+func (d *dictCache) store(c int, dict *codec.Dictionary) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.entries[c]; !ok {
+		d.entries[c] = &dictEntry{ready: true, dict: dict}
+		d.fifo = append(d.fifo, c)
+	}
+}
+
+func (d *dictCache) drop() {
+	d.mu.Lock()
+	d.entries = map[int]*dictEntry{}
+	d.fifo = nil
+	d.mu.Unlock()
+}

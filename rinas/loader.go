@@ -1,0 +1,543 @@
+package rinas
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/index/perm"
+)
+
+// Stats counts what a Loader did. Read with Loader.Stats.
+type Stats struct {
+	Pages        int64 // data pages read and decoded
+	DiskBytes    int64 // bytes read from storage (pages and dictionaries)
+	Rows         int64 // rows delivered
+	DecodedBytes int64 // uncompressed page bytes decoded
+	Batches      int64
+	Dictionaries int64 // dictionary pages read
+	SlowReads    int64 // continuation pages read synchronously (rows longer than two pages)
+	IndexBuildNs int64
+}
+
+// Loader delivers an epoch's batches. See the package doc.
+type Loader struct {
+	cfg   Config
+	ix    *index.Index
+	eng   *engine.Engine
+	owned bool // eng and ix are ours to close
+
+	nUnits   uint64
+	rowStart []int64 // row mode: global first row of each page, len pages+1
+	unitMax  int     // most pages one unit reads
+	dataset  string
+
+	files  []*engine.File // lazily opened by the producer
+	chunks []*codec.Chunk // lazily made by the producer
+	decs   []*codec.Decoder
+	syncD  *codec.Decoder // the consumer goroutine's, for resume and slow reads
+	pageQ  *engine.Queue
+	dictQ  *engine.Queue
+	dicts  dictCache
+
+	fbs   []*fetchBatch
+	free  chan *fetchBatch
+	ready chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the producer
+	closed bool
+	perr   error // the producer's error, read after ready closes
+
+	// consumer state
+	epoch    uint64
+	shard    perm.Shard
+	done     uint64      // shard units taken in
+	exclude  []uint64    // positions beyond done taken in (resume)
+	waiting  *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err      error       // sticky: the epoch failed
+	cur      *fetchBatch // row batches: the batch whose units are being taken in
+	curNext  int         // next arrival index of cur to take in
+	atEnd    bool        // row batches: the epoch's units are all taken in
+	rows     rowStream
+	tokBufs  chan *tokenBuf
+	finished bool
+
+	stats Stats
+	sa    struct{ pages, disk, decoded, dicts, slow atomic.Int64 }
+}
+
+// Open builds (or takes) the index, starts the engine and the producer,
+// and validates the whole configuration: unknown columns, a column the
+// tokens output cannot pack, memory beyond MemoryLimit and a State from
+// another dataset or seed fail here, not later.
+func Open(ctx context.Context, cfg Config) (*Loader, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	l := &Loader{cfg: cfg}
+	ok := false
+	defer func() {
+		if !ok {
+			l.closeAll()
+		}
+	}()
+	if err := l.openIndex(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.plan(); err != nil {
+		return nil, err
+	}
+	if err := l.openEngine(); err != nil {
+		return nil, err
+	}
+	if err := l.startEpoch(cfg.Resume); err != nil {
+		return nil, err
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.wg.Add(1)
+	go l.produce(l.epoch, l.shard, l.done, l.exclude)
+	ok = true
+	return l, nil
+}
+
+func (l *Loader) openIndex(ctx context.Context) error {
+	if l.cfg.SharedIndex != nil {
+		l.ix = l.cfg.SharedIndex
+	} else {
+		opts := l.cfg.Index
+		if len(l.cfg.Columns) > 0 {
+			opts.Columns = l.cfg.Columns
+		}
+		ix, err := index.Build(ctx, l.cfg.Paths, opts)
+		if err != nil {
+			return err
+		}
+		l.ix = ix
+		l.stats.IndexBuildNs = int64(ix.Stats().BuildTime)
+	}
+	if l.ix.NumColumns() == 0 {
+		return fmt.Errorf("%w: no column to load", ErrConfig)
+	}
+	if l.ix.NumColumns() > 1 && len(l.cfg.Columns) > 0 {
+		return fmt.Errorf("%w: %d columns selected (%v): a loader reads one leaf column; open one loader per column",
+			ErrConfig, l.ix.NumColumns(), l.cfg.Columns)
+	}
+	col := l.ix.Column(0)
+	if l.cfg.Output == OutputTokens {
+		d := col.Descr
+		if d.PhysicalType().String() != "INT32" || d.MaxRepetitionLevel() > 1 {
+			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs int32 or list<int32> columns only",
+				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
+		}
+	}
+	h := sha256.New()
+	for i := 0; i < l.ix.NumFiles(); i++ {
+		f := l.ix.File(i)
+		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
+	}
+	fmt.Fprintf(h, "%s", col.Path)
+	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
+	return nil
+}
+
+// plan sizes the epoch's units.
+func (l *Loader) plan() error {
+	n := l.ix.NumPages(0)
+	if n == 0 {
+		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(0).Path)
+	}
+	l.unitMax = 1
+	switch l.cfg.Shuffle {
+	case ShuffleRow:
+		l.rowStart = make([]int64, n+1)
+		for g := 0; g < n; g++ {
+			loc := l.ix.Locate(0, g)
+			if loc.NumRows < 0 {
+				return fmt.Errorf("%w: row shuffle needs each page's row count, and %s has pages without one (no offset index)",
+					ErrConfig, l.ix.File(loc.File).Path)
+			}
+			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
+		}
+		l.nUnits = uint64(l.rowStart[n])
+	case ShuffleRowGroup:
+		l.nUnits = uint64(l.ix.NumChunks())
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			l.unitMax = max(l.unitMax, l.ix.Chunk(0, c).NumPages)
+		}
+		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
+			l.cfg.BatchPages = 1
+		}
+	default:
+		l.nUnits = uint64(n)
+		l.unitMax = 2 // a page and its continuation, where rows may cross
+	}
+	return nil
+}
+
+func (l *Loader) openEngine() error {
+	maxPage := 0
+	for g := 0; g < l.ix.NumPages(0); g++ {
+		maxPage = max(maxPage, int(l.ix.Locate(0, g).Size))
+	}
+	for c := 0; c < l.ix.NumChunks(); c++ {
+		maxPage = max(maxPage, int(l.ix.Chunk(0, c).DictSize))
+	}
+	perBatch := l.cfg.BatchPages * l.unitMax
+	inflight := perBatch * (l.cfg.Prefetch + 1)
+	if l.cfg.Fetch == Ordered {
+		inflight = l.unitMax
+	}
+	opts := l.cfg.Engine
+	if opts.Workers == 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.SlotSize == 0 {
+		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
+	}
+	if opts.QueueDepth == 0 {
+		opts.QueueDepth = min(256, max(8, (inflight+opts.Workers-1)/opts.Workers))
+	}
+	if opts.SlotsPerWorker == 0 {
+		// Enough slots for the whole window plus dictionaries, so units
+		// parked for a dictionary never starve the dictionary's read.
+		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+l.unitMax+opts.Workers-1)/opts.Workers+2)
+	}
+	if opts.Logf == nil {
+		opts.Logf = l.cfg.Logf
+	}
+	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
+	tokBytes := int64(0)
+	if l.cfg.Output == OutputTokens {
+		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * 4 * int64(l.cfg.Prefetch+2)
+	}
+	if need := slotBytes + tokBytes; need > l.cfg.MemoryLimit {
+		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d) and %d MiB of token buffers, limit %d MiB",
+			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, tokBytes>>20, l.cfg.MemoryLimit>>20)
+	}
+	if l.cfg.SharedEngine != nil {
+		l.eng = l.cfg.SharedEngine
+	} else {
+		e, err := engine.New(opts)
+		if err != nil {
+			return err
+		}
+		l.eng, l.owned = e, true
+	}
+	l.decs = make([]*codec.Decoder, max(opts.Workers, 1))
+	for i := range l.decs {
+		l.decs[i] = codec.NewDecoder(codec.Options{})
+	}
+	l.syncD = codec.NewDecoder(codec.Options{})
+	l.files = make([]*engine.File, l.ix.NumFiles())
+	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
+	l.dicts.init()
+	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
+	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
+
+	nfb := l.cfg.Prefetch + 1
+	if l.cfg.Fetch == Ordered {
+		nfb = 2
+	}
+	l.free = make(chan *fetchBatch, nfb)
+	l.ready = make(chan *fetchBatch, nfb+1)
+	for i := 0; i < nfb; i++ {
+		fb := &fetchBatch{id: i, units: make([]unit, l.cfg.BatchPages), order: make([]int32, l.cfg.BatchPages),
+			done: make(chan struct{}, 1), step: make(chan struct{}, 1)}
+		for u := range fb.units {
+			fb.units[u].comps = make([]*engine.Completion, l.unitMax)
+		}
+		l.fbs = append(l.fbs, fb)
+		l.free <- fb
+	}
+	if l.cfg.Output == OutputTokens {
+		l.tokBufs = make(chan *tokenBuf, l.cfg.Prefetch+2)
+		for i := 0; i < l.cfg.Prefetch+2; i++ {
+			b, err := newTokenBuf(l.cfg.BatchRows, l.cfg.SeqLen)
+			if err != nil {
+				return err
+			}
+			if !b.locked && i == 0 {
+				l.cfg.Logf("token buffers are not mlock'ed (RLIMIT_MEMLOCK too low)")
+			}
+			l.tokBufs <- b
+		}
+	}
+	l.rows.init(l)
+	return nil
+}
+
+// unitCount is the number of units of an epoch.
+func (l *Loader) perm(epoch uint64) perm.Perm {
+	return perm.New(l.nUnits, l.cfg.Seed, epoch)
+}
+
+// startEpoch sets the consumer's shard from a State or from the start.
+func (l *Loader) startEpoch(s *State) error {
+	if s == nil {
+		l.epoch = l.cfg.Epoch
+		sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		l.shard, l.done, l.exclude = sh, 0, nil
+		return nil
+	}
+	switch {
+	case s.Version != stateVersion:
+		return fmt.Errorf("%w: version %d", ErrState, s.Version)
+	case s.Dataset != l.dataset:
+		return fmt.Errorf("%w: it was taken on another dataset or column (%s, this is %s)", ErrState, s.Dataset, l.dataset)
+	case s.Seed != l.cfg.Seed:
+		return fmt.Errorf("%w: it was taken with seed %d, this loader has seed %d", ErrState, s.Seed, l.cfg.Seed)
+	case s.Shuffle != l.cfg.Shuffle.String():
+		return fmt.Errorf("%w: it was taken with shuffle %s, this loader has %s", ErrState, s.Shuffle, l.cfg.Shuffle)
+	case s.World != l.cfg.World || s.Rank != l.cfg.Rank:
+		return fmt.Errorf("%w: it is rank %d of %d, this loader is rank %d of %d (use Reshard to change the world size)",
+			ErrState, s.Rank, s.World, l.cfg.Rank, l.cfg.World)
+	case s.Start > l.nUnits || s.Start+s.Done*uint64(s.World) > l.nUnits+uint64(s.World):
+		return fmt.Errorf("%w: position %d beyond the epoch's %d units", ErrState, s.Start+s.Done*uint64(s.World), l.nUnits)
+	}
+	if l.cfg.BatchRows == 0 && len(s.Pending) > 0 {
+		return fmt.Errorf("%w: it holds %d buffered rows, which only row batches (BatchRows > 0) can deliver", ErrState, len(s.Pending))
+	}
+	l.epoch = s.Epoch
+	start, done := s.Start, s.Done
+	if s.EpochEnd {
+		l.epoch++
+		start, done = 0, 0
+	}
+	sh, err := l.perm(l.epoch).Shard(start, l.cfg.Rank, l.cfg.World)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrState, err)
+	}
+	l.shard, l.done = sh, done
+	if !s.EpochEnd {
+		l.exclude = slices.Clone(s.Exclude)
+		sort.Slice(l.exclude, func(i, j int) bool { return l.exclude[i] < l.exclude[j] })
+		l.rows.rng = splitmix(s.RNG)
+		if err := l.rows.restore(s.Pending); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Next returns the next batch, io.EOF after the last epoch.
+func (l *Loader) Next(ctx context.Context) (*Batch, error) {
+	if l.closed {
+		return nil, ErrClosed
+	}
+	if l.finished {
+		return nil, io.EOF
+	}
+	var b *Batch
+	var err error
+	if l.cfg.BatchRows == 0 {
+		b, err = l.nextPages(ctx)
+	} else {
+		b, err = l.nextRows(ctx)
+	}
+	if err == nil {
+		l.stats.Batches++
+		l.stats.Rows += int64(b.Rows)
+	}
+	return b, err
+}
+
+// take returns the next fetch batch in order, landed; nil at an epoch's
+// end. The caller owns it until it recycles it. A wait cut short by ctx
+// keeps the batch, and the next call waits for it again.
+func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	fb := l.waiting
+	if fb == nil {
+		var ok bool
+		select {
+		case fb, ok = <-l.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if !ok {
+			if l.perr != nil {
+				l.err = l.perr
+				return nil, l.perr
+			}
+			return nil, ErrClosed
+		}
+		if fb.n == 0 {
+			l.recycle(fb)
+			return nil, nil
+		}
+		l.waiting = fb
+	}
+	select {
+	case <-fb.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	l.waiting = nil
+	if err := fb.firstErr(); err != nil {
+		l.recycle(fb)
+		l.err = err // the epoch failed: later calls say so again
+		return nil, err
+	}
+	return fb, nil
+}
+
+// endEpoch moves the consumer to the next epoch, or finishes.
+func (l *Loader) endEpoch() error {
+	if l.epoch+1 >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
+		l.finished = true
+		return io.EOF
+	}
+	l.epoch++
+	sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
+	if err != nil {
+		return err
+	}
+	l.shard, l.done, l.exclude = sh, 0, nil
+	return nil
+}
+
+func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
+	for {
+		fb, err := l.take(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if fb == nil {
+			if err := l.endEpoch(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		b := &Batch{Epoch: fb.epoch, Arrays: make([]arrow.Array, 0, fb.n), Pages: make([]uint64, 0, fb.n)}
+		for _, ui := range fb.order[:fb.n] {
+			u := &fb.units[ui]
+			for i, p := range u.pages {
+				a := p.Array()
+				a.Retain()
+				b.Arrays = append(b.Arrays, a)
+				b.Pages = append(b.Pages, uint64(u.first+i))
+				b.Rows += p.Rows()
+			}
+		}
+		l.done = fb.jEnd
+		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		b.free = func() { l.recycle(fb) }
+		return b, nil
+	}
+}
+
+// State returns a checkpoint after the last batch Next returned.
+func (l *Loader) State() *State {
+	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Seed: l.cfg.Seed,
+		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
+		RNG: uint64(l.rows.rng)}
+	if l.finished {
+		s.EpochEnd = true
+		s.Done = 0
+		return s
+	}
+	s.Exclude = slices.Clone(l.exclude)
+	if fb := l.cur; fb != nil {
+		// Units of the batch being taken in: those already taken.
+		for _, ui := range fb.order[:l.curNext] {
+			s.Exclude = append(s.Exclude, fb.units[ui].pos)
+		}
+		s.Done = fb.j0
+		slices.Sort(s.Exclude)
+	}
+	s.Pending = l.rows.pending()
+	return s
+}
+
+// Stats returns counters so far.
+func (l *Loader) Stats() Stats {
+	s := l.stats
+	s.Pages = l.sa.pages.Load()
+	s.DiskBytes = l.sa.disk.Load()
+	s.DecodedBytes = l.sa.decoded.Load()
+	s.Dictionaries = l.sa.dicts.Load()
+	s.SlowReads = l.sa.slow.Load()
+	return s
+}
+
+// Index returns the loader's page index.
+func (l *Loader) Index() *index.Index { return l.ix }
+
+// Engine returns the loader's engine.
+func (l *Loader) Engine() *engine.Engine { return l.eng }
+
+// Close stops the producer, waits for every read in flight and releases
+// everything. Batches not yet released stay valid until released.
+func (l *Loader) Close() error {
+	if l.closed {
+		return ErrClosed
+	}
+	l.closed = true
+	return l.closeAll()
+}
+
+func (l *Loader) closeAll() error {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.wg.Wait()
+	var errs []error
+	if l.pageQ != nil {
+		errs = append(errs, l.pageQ.Drain(context.Background()))
+		errs = append(errs, l.dictQ.Drain(context.Background()))
+	}
+	// Drop whatever landed but was never consumed.
+	for _, fb := range l.fbs {
+		fb.releasePages()
+	}
+	l.rows.drop()
+	l.dicts.drop()
+	if l.tokBufs != nil {
+		for len(l.tokBufs) > 0 {
+			(<-l.tokBufs).free()
+		}
+	}
+	for _, f := range l.files {
+		if f != nil && l.eng != nil {
+			errs = append(errs, l.eng.CloseFile(f))
+		}
+	}
+	if l.owned && l.eng != nil {
+		errs = append(errs, l.eng.Close())
+	}
+	for _, d := range l.decs {
+		d.Close()
+	}
+	if l.syncD != nil {
+		l.syncD.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// trimExclude drops positions below pos from a sorted list.
+func trimExclude(ex []uint64, pos uint64) []uint64 {
+	i := 0
+	for i < len(ex) && ex[i] < pos {
+		i++
+	}
+	return ex[i:]
+}

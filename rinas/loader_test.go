@@ -1,0 +1,513 @@
+package rinas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/gen"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// datasets are generated once per test binary.
+var (
+	dsOnce sync.Once
+	dsDir  string
+	dsErr  error
+)
+
+const (
+	dsFiles = 3
+	dsRows  = 1500 // per file
+)
+
+type dataset struct {
+	paths []string
+	rows  int64
+}
+
+// testDataset returns a small generated dataset: "v2" (V2 pages with page
+// index: every page starts a row) or "v1walk" (V1 pages without page
+// index: rows cross pages and the index walks headers).
+func testDataset(t *testing.T, kind string) dataset {
+	t.Helper()
+	dsOnce.Do(func() {
+		dsDir, dsErr = os.MkdirTemp("", "rinas-test-")
+		if dsErr != nil {
+			return
+		}
+		for _, k := range []struct {
+			name string
+			cfg  gen.Config
+		}{
+			{"v2", gen.Config{PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true}},
+			{"v1walk", gen.Config{PageVersion: 1, PageIndex: false, Codec: "zstd"}},
+		} {
+			c := k.cfg
+			c.Dir = filepath.Join(dsDir, k.name)
+			c.Files, c.RowsPerFile, c.PageSize, c.RowGroupRows, c.Seed, c.MeanTokens = dsFiles, dsRows, 2048, 500, 7, 64
+			if _, dsErr = gen.Run(context.Background(), c); dsErr != nil {
+				return
+			}
+		}
+	})
+	if dsErr != nil {
+		t.Fatalf("generate dataset: %v", dsErr)
+	}
+	t.Cleanup(func() {}) // the directory is removed by TestZZCleanup
+	dir := filepath.Join(dsDir, kind)
+	matches, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	return dataset{paths: matches, rows: dsFiles * dsRows}
+}
+
+// TestZZCleanup runs last (tests run in source order) and removes the
+// generated datasets.
+func TestZZCleanup(t *testing.T) {
+	if dsDir != "" {
+		os.RemoveAll(dsDir)
+	}
+}
+
+func baseConfig(ds dataset, col string) Config {
+	return Config{
+		Paths:   ds.paths,
+		Columns: []string{col},
+		Seed:    42,
+		World:   1,
+		Index:   index.Options{NoSidecar: true, Logf: func(string, ...any) {}},
+		Logf:    func(string, ...any) {},
+	}
+}
+
+// drain reads every batch and returns the ids of the "id" column (arrow
+// output) in delivery order, and the pages seen.
+func drain(t *testing.T, l *Loader, max int) (ids []int64, pages []uint64, states []*State) {
+	t.Helper()
+	ctx := context.Background()
+	for n := 0; max < 0 || n < max; n++ {
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		for _, a := range b.Arrays {
+			ids = append(ids, a.(*array.Int64).Int64Values()...)
+		}
+		pages = append(pages, b.Pages...)
+		b.Release()
+		states = append(states, l.State())
+	}
+	return ids, pages, states
+}
+
+func checkExactlyOnce(t *testing.T, ids []int64, rows int64) {
+	t.Helper()
+	seen := make([]bool, rows)
+	for _, id := range ids {
+		if id < 0 || id >= rows {
+			t.Fatalf("id %d out of range [0,%d)", id, rows)
+		}
+		if seen[id] {
+			t.Fatalf("id %d delivered twice", id)
+		}
+		seen[id] = true
+	}
+	if int64(len(ids)) != rows {
+		t.Fatalf("delivered %d rows, want %d", len(ids), rows)
+	}
+}
+
+func openT(t *testing.T, cfg Config) *Loader {
+	t.Helper()
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestPageShuffleExactlyOnceAcrossRanks(t *testing.T) {
+	ds := testDataset(t, "v2")
+	for _, fetch := range []Fetch{Unordered, Ordered} {
+		for _, world := range []int{1, 2, 3, 8} {
+			t.Run(fmt.Sprintf("%s/world%d", fetch, world), func(t *testing.T) {
+				var all []int64
+				var pages []uint64
+				for r := 0; r < world; r++ {
+					cfg := baseConfig(ds, "id")
+					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch = r, world, 8, fetch
+					l := openT(t, cfg)
+					ids, pg, _ := drain(t, l, -1)
+					all = append(all, ids...)
+					pages = append(pages, pg...)
+					if err := l.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				checkExactlyOnce(t, all, ds.rows)
+				slices.Sort(pages)
+				for i, p := range pages {
+					if p != uint64(i) {
+						t.Fatalf("pages delivered %v..., want each of 0..%d once", pages[:min(len(pages), 10)], len(pages)-1)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestPageShuffleOrderIsShuffled(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "id")
+	cfg.Fetch = Ordered
+	_, pages, _ := drain(t, openT(t, cfg), -1)
+	inOrder := 0
+	for i := 1; i < len(pages); i++ {
+		if pages[i] == pages[i-1]+1 {
+			inOrder++
+		}
+	}
+	if inOrder > len(pages)/10 {
+		t.Fatalf("%d of %d pages follow their predecessor: not shuffled", inOrder, len(pages))
+	}
+	cfg.Epoch = 1
+	_, pages1, _ := drain(t, openT(t, cfg), -1)
+	if slices.Equal(pages, pages1) {
+		t.Fatal("epochs 0 and 1 have the same order")
+	}
+}
+
+func TestEveryModeDeliversEveryRowOnce(t *testing.T) {
+	for _, kind := range []string{"v2", "v1walk"} {
+		ds := testDataset(t, kind)
+		for _, sh := range []Shuffle{ShufflePage, ShuffleRow, ShuffleRowGroup, ShuffleStream, ShuffleNone} {
+			for _, world := range []int{1, 3} {
+				t.Run(fmt.Sprintf("%s/%s/world%d", kind, sh, world), func(t *testing.T) {
+					if sh == ShuffleRow && kind == "v1walk" {
+						// Rows of a list column cross V1 pages: row counts are unknown.
+						cfg := baseConfig(ds, "input_ids")
+						cfg.Shuffle = sh
+						if _, err := Open(context.Background(), cfg); err == nil {
+							t.Fatal("row shuffle without page row counts accepted")
+						}
+						return
+					}
+					var all []int64
+					for r := 0; r < world; r++ {
+						cfg := baseConfig(ds, "id")
+						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = sh, r, world, 100, 0
+						if sh == ShuffleStream || sh == ShufflePage {
+							cfg.BufferRows = 300
+						}
+						l := openT(t, cfg)
+						ids, _, _ := drain(t, l, -1)
+						if l.rows.buf != nil && l.rows.buf.len() > cfg.BufferRows {
+							t.Fatalf("buffer holds %d rows, configured %d", l.rows.buf.len(), cfg.BufferRows)
+						}
+						all = append(all, ids...)
+					}
+					checkExactlyOnce(t, all, ds.rows)
+				})
+			}
+		}
+	}
+}
+
+func TestListColumnRowsCrossingPagesMatchWholeFile(t *testing.T) {
+	ds := testDataset(t, "v1walk")
+	cfg := baseConfig(ds, "input_ids")
+	cfg.Shuffle = ShuffleNone
+	cfg.Fetch = Ordered
+	l := openT(t, cfg)
+	var lens []int
+	for {
+		b, err := l.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range b.Arrays {
+			la := a.(*array.List)
+			for i := 0; i < la.Len(); i++ {
+				lo, hi := la.ValueOffsets(i)
+				lens = append(lens, int(hi-lo))
+			}
+		}
+		b.Release()
+	}
+	want := wholeColumnLengths(t, ds.paths)
+	if !slices.Equal(lens, want) {
+		t.Fatalf("%d rows with lengths %v..., want %d rows %v...", len(lens), lens[:min(8, len(lens))], len(want), want[:min(8, len(want))])
+	}
+}
+
+func TestTokensOutput(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "input_ids")
+	cfg.Shuffle, cfg.Fetch, cfg.Output, cfg.SeqLen, cfg.BatchRows, cfg.EOS = ShuffleNone, Ordered, OutputTokens, 128, 4, -7
+	cfg.Pad = -9
+	l := openT(t, cfg)
+	var stream []int32
+	for {
+		b, err := l.Next(context.Background())
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Tokens) != 4*128 || uintptrOf(b.Tokens)%4096 != 0 {
+			t.Fatalf("token matrix of %d at %#x, want 512 at a 4096-aligned address", len(b.Tokens), uintptrOf(b.Tokens))
+		}
+		if b.Fill <= 0 || b.Fill > 1 {
+			t.Fatalf("fill %v", b.Fill)
+		}
+		for _, v := range b.Tokens {
+			if v != -9 {
+				stream = append(stream, v)
+			}
+		}
+		b.Release()
+	}
+	lens := wholeColumnLengths(t, ds.paths)
+	docs := 0
+	for _, v := range stream {
+		if v == -7 {
+			docs++
+		}
+	}
+	if docs != len(lens) {
+		t.Fatalf("%d EOS in the token stream, want one per document (%d)", docs, len(lens))
+	}
+	total := 0
+	for _, n := range lens {
+		total += n + 1
+	}
+	if len(stream) != total {
+		t.Fatalf("%d tokens, want %d", len(stream), total)
+	}
+}
+
+func TestResumeExactly(t *testing.T) {
+	ds := testDataset(t, "v2")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"pages", func(c *Config) { c.BatchPages = 4; c.Fetch = Ordered }},
+		{"rows+buffer", func(c *Config) { c.BatchRows = 64; c.BufferRows = 200; c.Fetch = Ordered }},
+		{"stream", func(c *Config) { c.Shuffle = ShuffleStream; c.BatchRows = 50; c.BufferRows = 100; c.Fetch = Ordered }},
+		{"rowgroup", func(c *Config) { c.Shuffle = ShuffleRowGroup; c.BatchRows = 70; c.Fetch = Ordered }},
+		{"row", func(c *Config) { c.Shuffle = ShuffleRow; c.BatchRows = 33; c.BatchPages = 16; c.Fetch = Ordered }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(ds, "id")
+			tc.mod(&cfg)
+			full, _, states := drain(t, openT(t, cfg), -1)
+			checkExactlyOnce(t, full, ds.rows)
+			for trial := 0; trial < 3; trial++ {
+				k := rng.IntN(len(states) - 1)
+				// Rows delivered up to and including batch k.
+				head, _, _ := drain(t, openT(t, cfg), k+1)
+				blob, err := MarshalState(states[k])
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := UnmarshalState(blob)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rcfg := cfg
+				rcfg.Resume = st
+				rest, _, _ := drain(t, openT(t, rcfg), -1)
+				got := append(slices.Clone(head), rest...)
+				if !slices.Equal(got, full) {
+					t.Fatalf("resume after batch %d: %d rows, differs from the uninterrupted %d rows", k, len(got), len(full))
+				}
+			}
+		})
+	}
+}
+
+func TestResumeUnorderedDeliversTheRest(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "id")
+	cfg.BatchRows, cfg.BufferRows = 64, 100
+	l := openT(t, cfg)
+	head, _, states := drain(t, l, 7)
+	rcfg := cfg
+	rcfg.Resume = states[len(states)-1]
+	rest, _, _ := drain(t, openT(t, rcfg), -1)
+	checkExactlyOnce(t, append(head, rest...), ds.rows)
+}
+
+func TestReshardChangesWorldSizeExactly(t *testing.T) {
+	ds := testDataset(t, "v2")
+	for _, tc := range []struct {
+		name     string
+		from, to int
+		rows     bool
+	}{
+		{"pages 2->3", 2, 3, false},
+		{"pages 3->1", 3, 1, false},
+		{"rows 2->3", 2, 3, true},
+		{"rows 1->8", 1, 8, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var all []int64
+			var states []*State
+			for r := 0; r < tc.from; r++ {
+				cfg := baseConfig(ds, "id")
+				cfg.Rank, cfg.World, cfg.BatchPages = r, tc.from, 4
+				if tc.rows {
+					cfg.BatchRows, cfg.BufferRows = 40, 90
+				}
+				l := openT(t, cfg)
+				ids, _, st := drain(t, l, 3+r) // ranks stop at different steps
+				all = append(all, ids...)
+				states = append(states, st[len(st)-1])
+			}
+			next, err := Reshard(states, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := 0; r < tc.to; r++ {
+				cfg := baseConfig(ds, "id")
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume = r, tc.to, 4, next[r]
+				if tc.rows {
+					cfg.BatchRows, cfg.BufferRows = 40, 90
+				}
+				ids, _, _ := drain(t, openT(t, cfg), -1)
+				all = append(all, ids...)
+			}
+			checkExactlyOnce(t, all, ds.rows)
+		})
+	}
+}
+
+func TestMultipleEpochs(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "id")
+	cfg.Epochs = 2
+	ids, _, states := drain(t, openT(t, cfg), -1)
+	if int64(len(ids)) != 2*ds.rows {
+		t.Fatalf("%d rows over 2 epochs, want %d", len(ids), 2*ds.rows)
+	}
+	checkExactlyOnce(t, ids[:ds.rows], ds.rows)
+	checkExactlyOnce(t, ids[ds.rows:], ds.rows)
+	if last := states[len(states)-1]; last.Epoch != 1 {
+		t.Fatalf("last state in epoch %d, want 1", last.Epoch)
+	}
+}
+
+func TestCancelAndBackpressure(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "id")
+	cfg.BatchPages, cfg.Prefetch = 4, 1
+	l := openT(t, cfg)
+	// Hold every batch: Next must block once the window is exhausted.
+	var held []*Batch
+	for i := 0; i < 2; i++ {
+		b, err := l.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, b)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := l.Next(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next with every batch held: %v, want the deadline", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("cancelled Next took %v", d)
+	}
+	for _, b := range held {
+		b.Release()
+	}
+	b, err := l.Next(context.Background())
+	if err != nil {
+		t.Fatalf("Next after releasing: %v", err)
+	}
+	b.Release()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Next(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Next after Close: %v", err)
+	}
+}
+
+func TestOpenRejectsBadConfig(t *testing.T) {
+	ds := testDataset(t, "v2")
+	other := baseConfig(ds, "id")
+	other.Seed = 1
+	ol := openT(t, other)
+	b, err := ol.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	foreign := ol.State()
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want error
+	}{
+		{"unknown column", func(c *Config) { c.Columns = []string{"nope"} }, nil},
+		{"tokens from strings", func(c *Config) { c.Columns = []string{"text"}; c.Output = OutputTokens }, ErrConfig},
+		{"memory", func(c *Config) { c.BatchPages = 60000; c.MemoryLimit = 1 << 20 }, ErrMemory},
+		{"state of another seed", func(c *Config) { c.Resume = foreign }, ErrState},
+		{"rank beyond world", func(c *Config) { c.Rank, c.World = 3, 2 }, ErrConfig},
+		{"no paths", func(c *Config) { c.Paths = nil }, ErrConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(ds, "id")
+			tc.mod(&cfg)
+			l, err := Open(context.Background(), cfg)
+			if err == nil {
+				l.Close()
+				t.Fatal("Open accepted it")
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("Open: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// wholeColumnLengths reads input_ids list lengths of every file in order
+// with arrow-go's reader (the reference).
+func wholeColumnLengths(t *testing.T, paths []string) []int {
+	t.Helper()
+	var out []int
+	for _, p := range paths {
+		out = append(out, readListLengths(t, p)...)
+	}
+	return out
+}
+
+var _ arrow.Array

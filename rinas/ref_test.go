@@ -1,0 +1,54 @@
+package rinas
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// readListLengths reads the input_ids column of one file with pqarrow.
+func readListLengths(t *testing.T, path string) []int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := pr.MetaData().Schema.Root().FieldIndexByName("input_ids")
+	cr, err := fr.GetColumn(context.Background(), idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rgs := make([]int, pr.NumRowGroups())
+	for i := range rgs {
+		rgs[i] = i
+	}
+	chunked, err := fr.ReadColumn(rgs, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chunked.Release()
+	var out []int
+	for _, c := range chunked.Chunks() {
+		l := c.(*array.List)
+		for i := 0; i < l.Len(); i++ {
+			lo, hi := l.ValueOffsets(i)
+			out = append(out, int(hi-lo))
+		}
+	}
+	return out
+}

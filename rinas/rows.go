@@ -1,0 +1,429 @@
+package rinas
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/pagefeed/pagefeed/codec"
+)
+
+// rowItem is one row waiting to be delivered: a reference to its page's
+// array (retained once per item) and, for tokens, how many of its tokens a
+// previous batch already took.
+type rowItem struct {
+	ref RowRef
+	arr arrow.Array
+	i   int
+}
+
+func (it *rowItem) tok() int     { return int(it.ref.Tok) }
+func (it *rowItem) setTok(n int) { it.ref.Tok = uint32(n) }
+
+// rowStream turns landed units into rows: through the shuffle buffer when
+// one is configured, then a FIFO the batches are cut from.
+type rowStream struct {
+	l    *Loader
+	buf  *shuffleBuffer[rowItem]
+	out  []rowItem // FIFO, head at out[0]
+	rng  splitmix
+	perm []int // scratch for row-group shuffles
+}
+
+func (r *rowStream) init(l *Loader) {
+	r.l = l
+	seed := l.cfg.Seed ^ 0x5bd1e995*(l.cfg.Epoch+1) ^ uint64(l.cfg.Rank)<<32
+	r.rng = splitmix(seed)
+	if l.cfg.BufferRows > 0 {
+		r.buf = newShuffleBuffer[rowItem](l.cfg.BufferRows, 0)
+	}
+}
+
+// push takes in every row of a landed unit.
+func (r *rowStream) push(u *unit) {
+	var rows []rowItem
+	for k, p := range u.pages {
+		a := p.Array()
+		lo, hi := 0, a.Len()
+		if u.row >= 0 {
+			lo, hi = int(u.row), int(u.row)+1
+		}
+		for i := lo; i < hi; i++ {
+			a.Retain()
+			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i})
+		}
+	}
+	if r.l.cfg.Shuffle == ShuffleRowGroup {
+		// Reimu: rows of the block shuffled in memory.
+		for i := len(rows) - 1; i > 0; i-- {
+			j := int(r.rng.next() % uint64(i+1))
+			rows[i], rows[j] = rows[j], rows[i]
+		}
+	}
+	if r.buf == nil {
+		r.out = append(r.out, rows...)
+		return
+	}
+	for _, it := range rows {
+		r.buf.rng = r.rng
+		r.buf.push(it, rowRef{})
+		for r.buf.over() > 0 {
+			v, _ := r.buf.pop()
+			r.out = append(r.out, v)
+		}
+		r.rng = r.buf.rng
+	}
+}
+
+// flush empties the shuffle buffer into the FIFO (an epoch's end).
+func (r *rowStream) flush() {
+	if r.buf == nil {
+		return
+	}
+	r.buf.rng = r.rng
+	for r.buf.len() > 0 {
+		v, _ := r.buf.pop()
+		r.out = append(r.out, v)
+	}
+	r.rng = r.buf.rng
+}
+
+// pending lists the rows taken in and not delivered: the FIFO, then the
+// buffer in its order.
+func (r *rowStream) pending() []RowRef {
+	var p []RowRef
+	for _, it := range r.out {
+		p = append(p, it.ref)
+	}
+	if r.buf != nil {
+		for _, it := range r.buf.items {
+			p = append(p, it.ref)
+		}
+	}
+	return p
+}
+
+// drop releases every row held.
+func (r *rowStream) drop() {
+	for _, it := range r.out {
+		it.arr.Release()
+	}
+	r.out = nil
+	if r.buf != nil {
+		for _, it := range r.buf.items {
+			it.arr.Release()
+		}
+		r.buf.items, r.buf.refs = r.buf.items[:0], r.buf.refs[:0]
+	}
+}
+
+// restore rebuilds the pending rows of a State by reading their pages
+// synchronously. The rows go to the buffer (in order) up to its capacity
+// and the rest to the FIFO ahead of them, as pending() listed them.
+func (r *rowStream) restore(refs []RowRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	pages := map[uint64]*codec.Page{}
+	defer func() {
+		for _, p := range pages {
+			p.Release()
+		}
+	}()
+	items := make([]rowItem, 0, len(refs))
+	for _, ref := range refs {
+		p := pages[ref.Page]
+		if p == nil {
+			if ref.Page >= uint64(r.l.ix.NumPages(0)) {
+				return fmt.Errorf("%w: pending row of page %d beyond the dataset's %d pages", ErrState, ref.Page, r.l.ix.NumPages(0))
+			}
+			var err error
+			if p, err = r.l.readPageSync(int(ref.Page)); err != nil {
+				return err
+			}
+			pages[ref.Page] = p
+		}
+		a := p.Array()
+		if int(ref.Row) >= a.Len() {
+			return fmt.Errorf("%w: pending row %d of page %d, which has %d rows", ErrState, ref.Row, ref.Page, a.Len())
+		}
+		a.Retain()
+		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row)})
+	}
+	nbuf := 0
+	if r.buf != nil {
+		nbuf = min(len(items), r.buf.cap)
+	}
+	r.out = append(r.out, items[:len(items)-nbuf]...)
+	if nbuf > 0 {
+		for _, it := range items[len(items)-nbuf:] {
+			r.buf.items = append(r.buf.items, it)
+			r.buf.refs = append(r.buf.refs, rowRef{})
+		}
+	}
+	return nil
+}
+
+// nextRows cuts a batch of BatchRows rows from the row stream, taking in
+// landed units as needed.
+func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
+	want := l.cfg.BatchRows
+	var tb *tokenBuf
+	var pk packer
+	if l.cfg.Output == OutputTokens {
+		select {
+		case tb = <-l.tokBufs:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad}
+		pk.reset(tb)
+	}
+	b := &Batch{Epoch: l.epoch, SeqLen: l.cfg.SeqLen}
+	var taken []rowItem
+	giveBack := func() {
+		if tb != nil {
+			l.tokBufs <- tb
+		}
+		for _, it := range taken {
+			it.arr.Release()
+		}
+	}
+	full := func() bool {
+		if tb != nil {
+			return pk.full()
+		}
+		return len(taken) >= want
+	}
+	for !full() {
+		if len(l.rows.out) > 0 {
+			it := &l.rows.out[0]
+			if tb != nil {
+				done, err := l.packRow(&pk, it)
+				if err != nil {
+					giveBack()
+					return nil, err
+				}
+				if !done {
+					break // the row continues in the next batch
+				}
+				b.Refs = append(b.Refs, it.ref)
+				it.arr.Release()
+			} else {
+				taken = append(taken, *it)
+				b.Refs = append(b.Refs, it.ref)
+			}
+			l.rows.out = l.rows.out[1:]
+			continue
+		}
+		if l.cur != nil && l.curNext < l.cur.n {
+			u := &l.cur.units[l.cur.order[l.curNext]]
+			l.curNext++
+			l.rows.push(u)
+			continue
+		}
+		if l.cur != nil {
+			l.done = l.cur.jEnd
+			l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+			l.recycle(l.cur)
+			l.cur = nil
+		}
+		if l.atEnd {
+			if len(b.Refs) > 0 || (tb != nil && pk.pos > 0) {
+				break // the epoch's last, short batch
+			}
+			l.atEnd = false
+			if err := l.endEpoch(); err != nil {
+				giveBack()
+				return nil, err
+			}
+			b.Epoch = l.epoch
+			continue
+		}
+		fb, err := l.take(ctx)
+		if err != nil {
+			giveBack()
+			return nil, err
+		}
+		if fb == nil {
+			// The epoch's end: what the buffer holds goes out first.
+			l.rows.flush()
+			l.atEnd = true
+			continue
+		}
+		l.cur, l.curNext = fb, 0
+	}
+	b.Rows = len(b.Refs)
+	if tb != nil {
+		b.Fill = pk.finish()
+		b.Tokens = tb.tokens
+		b.free = func() { l.tokBufs <- tb }
+		return b, nil
+	}
+	if len(taken) > 0 {
+		arr, err := concatRows(taken)
+		for _, it := range taken {
+			it.arr.Release()
+		}
+		if err != nil {
+			return nil, err
+		}
+		b.Arrays = []arrow.Array{arr}
+	}
+	return b, nil
+}
+
+// packRow packs the tokens of one row; it reports whether the whole row
+// (and its EOS) went in. A partly packed row keeps its rest in place.
+func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
+	switch a := it.arr.(type) {
+	case *array.List:
+		vals, ok := a.ListValues().(*array.Int32)
+		if !ok {
+			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32", a.ListValues().DataType())
+		}
+		if a.IsNull(it.i) {
+			return true, nil
+		}
+		lo, hi := a.ValueOffsets(it.i)
+		doc := vals.Int32Values()[lo:hi]
+		doc = doc[it.tok():]
+		n, complete := pk.add(doc)
+		it.setTok(it.tok() + n)
+		return complete, nil
+	case *array.Int32:
+		if a.IsNull(it.i) {
+			return true, nil
+		}
+		v := [1]int32{a.Value(it.i)}
+		if pk.room() == 0 {
+			return false, nil
+		}
+		pk.buf.tokens[pk.pos] = v[0]
+		pk.pos++
+		pk.filled++
+		return true, nil
+	}
+	return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+}
+
+func concatRows(rows []rowItem) (arrow.Array, error) {
+	slices := make([]arrow.Array, len(rows))
+	for i, it := range rows {
+		slices[i] = array.NewSlice(it.arr, int64(it.i), int64(it.i+1))
+	}
+	defer func() {
+		for _, s := range slices {
+			s.Release()
+		}
+	}()
+	return array.Concatenate(slices, memory.DefaultAllocator)
+}
+
+// readPageSync reads and decodes page g on the calling goroutine (resume,
+// and rows longer than two pages).
+func (l *Loader) readPageSync(g int) (*codec.Page, error) {
+	loc := l.ix.Locate(0, g)
+	if err := l.prepareChunk(loc.Chunk); err != nil {
+		return nil, err
+	}
+	ch := l.chunks[loc.Chunk]
+	dict, err := l.syncDict(loc.Chunk)
+	if err != nil {
+		return nil, err
+	}
+	end := l.chunkEnd(loc.Chunk)
+	var bufs [][]byte
+	var offs []int64
+	for k := g; k < end && k < g+64; k++ {
+		lk := l.ix.Locate(0, k)
+		b, err := preadFile(ch.Path, lk.Offset, int(lk.Size))
+		if err != nil {
+			return nil, err
+		}
+		bufs, offs = append(bufs, b), append(offs, lk.Offset)
+		p, err := l.syncD.DecodeSpan(ch, dict, bufs, offs)
+		if err != nil {
+			return nil, err
+		}
+		if !p.LastRowMayContinue() || k+1 == end {
+			return p, nil
+		}
+		p.Release()
+	}
+	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, loc.Offset)
+}
+
+func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
+	ci := l.ix.Chunk(0, c)
+	if ci.DictSize == 0 {
+		return nil, nil
+	}
+	if d, ok := l.dicts.lookup(c); ok {
+		return d, nil
+	}
+	ch := l.chunks[c]
+	b, err := preadFile(ch.Path, ci.DictOffset, int(ci.DictSize))
+	if err != nil {
+		return nil, err
+	}
+	d, err := l.syncD.Dictionary(ch, b, ci.DictOffset)
+	if err != nil {
+		return nil, err
+	}
+	l.dicts.store(c, d)
+	return d, nil
+}
+
+// slowSpan completes page k of u, whose last row runs past the pages read,
+// with synchronous reads of the pages that follow (rows longer than a page).
+func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictionary, p *codec.Page) (*codec.Page, error) {
+	p.Release()
+	l.sa.slow.Add(1)
+	ch := l.chunks[u.chunk]
+	var bufs [][]byte
+	var offs []int64
+	for i := k; i < u.n; i++ {
+		bufs, offs = append(bufs, slices.Clone(u.comps[i].Data)), append(offs, u.comps[i].Off)
+	}
+	end := l.chunkEnd(u.chunk)
+	for g := u.first + u.n; g < end && len(bufs) < 64; g++ {
+		loc := l.ix.Locate(0, g)
+		b, err := preadFile(ch.Path, loc.Offset, int(loc.Size))
+		if err != nil {
+			return nil, err
+		}
+		bufs, offs = append(bufs, b), append(offs, loc.Offset)
+		q, err := dec.DecodeSpan(ch, dict, bufs, offs)
+		if err != nil {
+			return nil, err
+		}
+		if !q.LastRowMayContinue() || g+1 == end {
+			return q, nil
+		}
+		q.Release()
+	}
+	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, offs[0])
+}
+
+func preadFile(path string, off int64, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, err := f.ReadAt(b, off)
+	if err == io.EOF && m > 0 {
+		err = nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rinas: read %s at offset %d: %w", path, off, err)
+	}
+	return b[:m], nil
+}
