@@ -113,10 +113,10 @@ func (c *Completion) Release() { c.s.release() }
 
 // Resubmit reuses the completion's slot for req on the same worker without
 // blocking or allocating: the closed loop of a benchmark. It may be called
-// only from a Queue Handler, on the completion it was handed. req.Worker is
-// ignored; the request stays on the completion's queue. On error (ErrClosed
-// once Close began, ErrTooLarge, ...) the completion is unchanged and still
-// owned by the caller, who must Release it.
+// only inside the Queue Handler call that was handed c (else ErrResubmit).
+// req.Worker is ignored; the request stays on the completion's queue. On
+// error (ErrResubmit, ErrClosed once Close began, ErrTooLarge, ...) the
+// completion is unchanged and still owned by the caller, who must Release it.
 func (c *Completion) Resubmit(req Request) error { return c.s.resubmit(&req) }
 
 // Engine is the data plane. Its methods are safe for concurrent use.

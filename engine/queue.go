@@ -14,6 +14,9 @@ var (
 	// ErrHandler is returned by Next on a queue whose completions go to a
 	// Handler.
 	ErrHandler = errors.New("engine: queue delivers to its Handler, not Next")
+	// ErrResubmit is returned by Resubmit called anywhere but inside the
+	// Handler call that was handed the completion.
+	ErrResubmit = errors.New("engine: Resubmit outside the completion's Handler call")
 )
 
 // Submit queues reqs. It blocks while no slot is free and returns ctx.Err()

@@ -153,7 +153,11 @@ func (s *slot) complete() {
 func (s *slot) deliver() {
 	q := s.q
 	if q.handler != nil {
+		// Marks the one completion Resubmit may act on: this goroutine
+		// owns the worker's submission state only during this call.
+		s.w.handling.Store(s)
 		q.handler(&s.c)
+		s.w.handling.Store(nil)
 		return
 	}
 	q.ch <- &s.c
@@ -179,8 +183,8 @@ func (s *slot) release() {
 }
 
 func (s *slot) resubmit(req *Request) error {
-	if s == nil || s.state.Load() != slotHeld {
-		panic("engine: Resubmit of a Completion not held by its Handler")
+	if s == nil || s.state.Load() != slotHeld || s.w.handling.Load() != s {
+		return ErrResubmit
 	}
 	e := s.w.e
 	if s.w.kind == Pread {

@@ -52,7 +52,9 @@ type worker struct {
 	hmu  sync.Mutex
 
 	loops atomic.Uint64 // io_uring loop iterations, for the no-spin test
-
+	// handling is the slot whose Handler call is running, the only one
+	// Resubmit accepts.
+	handling atomic.Pointer[slot]
 }
 
 const efdUserData = ^uint64(0)
