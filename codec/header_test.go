@@ -305,6 +305,9 @@ func TestParsePageHeader(t *testing.T) {
 }
 
 func TestParsePageHeaderAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts change under -race")
+	}
 	b := writeHeader(t, PageHeader{Type: DataPage, UncompressedSize: 100, CompressedSize: 80, Data: DataPageHeader{Set: true, NumValues: 10}}, nil)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, _, err := ParsePageHeader(b); err != nil {

@@ -156,8 +156,8 @@ func TestInt32Into(t *testing.T) {
 // TestIntoAllocs checks the consumer-buffer path allocates nothing per page
 // once warm, for PLAIN and RLE_DICTIONARY pages.
 func TestIntoAllocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("allocation counts")
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts (not under -race or -short)")
 	}
 	for _, dictEnc := range []bool{false, true} {
 		arr := tokenRows(4, 2000, 2000, false)
@@ -187,5 +187,35 @@ func TestIntoAllocs(t *testing.T) {
 			t.Errorf("dictionary %v: %v allocations per page", dictEnc, a)
 		}
 		d.Close()
+	}
+}
+
+// TestGeneralAllocs bounds the general path's allocations per list<int32>
+// page: the Arrow arrays themselves (data, buffers, array values), nothing
+// per value.
+func TestGeneralAllocs(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts (not under -race or -short)")
+	}
+	arr := tokenRows(4, 2000, 2000, false)
+	m := openMem(t, writeParquet(t, arr, genOpts{codec: compress.Codecs.Zstd, pageSize: 8 << 10}))
+	arr.Release()
+	cp := m.pages(t, 0, 0)
+	d := NewDecoder(Options{})
+	defer d.Close()
+	i := 0
+	run := func() {
+		pg, err := d.DecodePage(cp.chunk, nil, cp.pages[i%len(cp.pages)], cp.offs[i%len(cp.pages)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg.Release()
+		i++
+	}
+	for range cp.pages {
+		run()
+	}
+	if a := testing.AllocsPerRun(200, run); a > 9 {
+		t.Errorf("%v allocations per page, want at most 9", a)
 	}
 }
