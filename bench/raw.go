@@ -164,16 +164,23 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 		ws[i] = newWorker(&job, gid, i, size, align, base, cfg)
 	}
 
-	var wg sync.WaitGroup
+	// begun: every clone issued its first read (or gave up); ended: every
+	// clone counted its last. CPU is measured between the end of ramp_time
+	// after begun and ended, so engine setup and teardown stay out of it.
+	var wg, begun, ended sync.WaitGroup
 	allDone := make(chan struct{})
 	for _, w := range ws {
 		wg.Add(1)
+		begun.Add(1)
+		ended.Add(1)
+		w.begun, w.ended = &begun, &ended
 		go func() {
 			defer wg.Done()
 			w.run()
 		}()
 	}
 	go func() { wg.Wait(); close(allDone) }()
+	begunCh, endedCh := waitChan(&begun), waitChan(&ended)
 
 	// The sampler owns the status line; it ends before runGroup returns.
 	sampDone := make(chan struct{})
@@ -183,26 +190,36 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 		sample(ws, &job, base, cfg.Status, stopSampler)
 	}()
 
+	stopAll := func() {
+		for _, w := range ws {
+			w.stop.Store(true)
+		}
+	}
+	select {
+	case <-begunCh:
+	case <-ctx.Done():
+		stopAll()
+		<-begunCh
+	}
 	var ru0, ru1 unix.Rusage
 	ramp := time.NewTimer(job.RampTime)
 	select {
 	case <-ramp.C:
-	case <-allDone:
+	case <-endedCh:
 	case <-ctx.Done():
 	}
 	ramp.Stop()
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru0)
 	t0 := time.Now()
 	select {
-	case <-allDone:
+	case <-endedCh:
 	case <-ctx.Done():
-		for _, w := range ws {
-			w.stop.Store(true)
-		}
-		<-allDone
+		stopAll()
+		<-endedCh
 	}
 	_ = unix.Getrusage(unix.RUSAGE_SELF, &ru1)
 	window := time.Since(t0)
+	<-allDone
 	close(stopSampler)
 	<-sampDone
 
@@ -227,6 +244,13 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 		return nil, err
 	}
 	return g, nil
+}
+
+// waitChan returns a channel closed when wg's count reaches zero.
+func waitChan(wg *sync.WaitGroup) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	return ch
 }
 
 func tvNs(tv unix.Timeval) int64 { return tv.Sec*1e9 + tv.Usec*1e3 }

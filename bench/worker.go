@@ -47,6 +47,10 @@ type worker struct {
 	finished atomic.Bool
 	stop     atomic.Bool // set on cancellation
 
+	// Group phases: Done once each, by begin (or finish) and finish.
+	begun, ended         *sync.WaitGroup
+	begunOnce, endedOnce sync.Once
+
 	// io_uring
 	file     *engine.File
 	inflight atomic.Int64 // reads submitted and not yet released
@@ -144,6 +148,7 @@ func (w *worker) complete(now int64, off int64, p []byte, clat, slat, lat int64)
 // setup (mapping and registering slots, opening) is not in the runtime.
 // Call it once, just before the first read is issued.
 func (w *worker) begin() {
+	w.markBegun()
 	now := w.now()
 	w.measureNs += now
 	if w.endNs > 0 {
@@ -160,6 +165,16 @@ func (w *worker) finish() {
 	w.finished.Store(true)
 	w.res.Runtime = time.Duration(max(w.lastNs-w.measureNs, 0))
 	close(w.done)
+	w.markBegun()
+	if w.ended != nil {
+		w.endedOnce.Do(w.ended.Done)
+	}
+}
+
+func (w *worker) markBegun() {
+	if w.begun != nil {
+		w.begunOnce.Do(w.begun.Done)
+	}
 }
 
 func (w *worker) fail(op string, off int64, err error) {
