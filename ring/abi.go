@@ -26,9 +26,6 @@ const (
 	SetupSingleIssuer  uint32 = 1 << 12
 	SetupDeferTaskrun  uint32 = 1 << 13
 	SetupNoSQArray     uint32 = 1 << 16
-	setupKnownFlagMask uint32 = SetupIOPoll | SetupSQPoll | SetupCQSize | SetupClamp |
-		SetupSubmitAll | SetupCoopTaskrun | SetupTaskrunFlag | SetupSingleIssuer |
-		SetupDeferTaskrun | SetupNoSQArray
 )
 
 // Feature bits (io_uring_params.features).

@@ -361,6 +361,9 @@ func (r *Ring) Ready() uint32 {
 // PeekCQEs copies up to len(dst) ready completions into dst, oldest first,
 // without consuming them, and returns how many it copied. It never
 // allocates. Follow it with Advance(n).
+//
+// On DEFER_TASKRUN rings completions become visible only after an
+// io_uring_enter with GETEVENTS, which Submit and SubmitAndWait make.
 func (r *Ring) PeekCQEs(dst []CQE) int {
 	head := *r.cqHead // only we write the CQ head
 	tail := atomic.LoadUint32(r.cqTail)
