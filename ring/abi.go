@@ -16,16 +16,16 @@ const (
 
 // Setup flags (io_uring_params.flags).
 const (
-	SetupIOPoll        uint32 = 1 << 0
-	SetupSQPoll        uint32 = 1 << 1
-	SetupCQSize        uint32 = 1 << 3
-	SetupClamp         uint32 = 1 << 4
-	SetupSubmitAll     uint32 = 1 << 7
-	SetupCoopTaskrun   uint32 = 1 << 8
-	SetupTaskrunFlag   uint32 = 1 << 9
-	SetupSingleIssuer  uint32 = 1 << 12
-	SetupDeferTaskrun  uint32 = 1 << 13
-	SetupNoSQArray     uint32 = 1 << 16
+	SetupIOPoll       uint32 = 1 << 0
+	SetupSQPoll       uint32 = 1 << 1
+	SetupCQSize       uint32 = 1 << 3
+	SetupClamp        uint32 = 1 << 4
+	SetupSubmitAll    uint32 = 1 << 7
+	SetupCoopTaskrun  uint32 = 1 << 8
+	SetupTaskrunFlag  uint32 = 1 << 9
+	SetupSingleIssuer uint32 = 1 << 12
+	SetupDeferTaskrun uint32 = 1 << 13
+	SetupNoSQArray    uint32 = 1 << 16
 )
 
 // Feature bits (io_uring_params.features).
