@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
@@ -218,12 +219,19 @@ func (d *dec) u32s(n int64) []uint32 {
 		return nil
 	}
 	a := make([]uint32, n)
-	for i := range a {
-		a[i] = binary.LittleEndian.Uint32(d.b[4*i:])
+	if nativeLittle && n > 0 {
+		// the file's layout is the memory's: one copy
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&a[0])), 4*n), d.b)
+	} else {
+		for i := range a {
+			a[i] = binary.LittleEndian.Uint32(d.b[4*i:])
+		}
 	}
 	d.b = d.b[4*n:]
 	return a
 }
+
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // decodeSidecar parses and checks a sidecar. The result has every array
 // and prefix sum of an Index, and FileInfos with path, size, mtime and
