@@ -1,0 +1,723 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"golang.org/x/sys/unix"
+
+	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/index/perm"
+	"github.com/pagefeed/pagefeed/rinas"
+)
+
+// ParquetConfig is pagebench's Parquet mode: the loader (package rinas)
+// over a dataset, or one of its baselines, for a time or a number of
+// epochs. Zero fields take the defaults of fill.
+type ParquetConfig struct {
+	Name     string
+	Paths    []string // files, directories or globs
+	Column   string   // default: the first leaf column
+	Shuffle  string   // page|row|rowgroup|stream|none; default page
+	Fetch    string   // unordered|ordered; default unordered
+	Batch    int      // pages per batch; default 64
+	Rows     int      // rows per batch (row batches); 0 = page batches
+	Buffer   int      // shuffle buffer rows
+	IODepth  int      // engine reads in flight per worker; default 256
+	Prefetch int      // batches read ahead; default 2
+	Workers  int      // engine workers; default GOMAXPROCS
+	// IOEngine is io_uring (default), psync (the engine's pread pool) or
+	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
+	IOEngine string
+	// Engine is pagefeed (default) or arrowgo (baseline: arrow-go's pqarrow
+	// reading whole random row groups: chunk-granular I/O).
+	Engine   string
+	Direct   bool // O_DIRECT (io_uring and psync); default on via NoDirect
+	Buffered bool // turn O_DIRECT off
+	Runtime  time.Duration
+	Loops    int // whole epochs instead of a runtime
+	Seed     uint64
+	Epoch    uint64
+	Rank     int
+	World    int
+	// DumpOrder writes every delivered page (row mode: "page row") in
+	// delivery order, one per line.
+	DumpOrder string
+	// KeepCache skips evicting the dataset's pages from the page cache
+	// before the run (page_cache_growth_bytes is then meaningless).
+	KeepCache bool
+	Logf      func(format string, args ...any)
+}
+
+func (c *ParquetConfig) fill() error {
+	if len(c.Paths) == 0 {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: no --parquet path", ErrBadOption)}
+	}
+	if c.Name == "" {
+		c.Name = "parquet"
+	}
+	if c.Shuffle == "" {
+		c.Shuffle = "page"
+	}
+	if c.Fetch == "" {
+		c.Fetch = "unordered"
+	}
+	if c.Batch == 0 {
+		c.Batch = 64
+	}
+	if c.IODepth == 0 {
+		c.IODepth = 256
+	}
+	if c.IODepth < 1 || c.IODepth > 4096 {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: iodepth %d (want 1..4096)", ErrBadOption, c.IODepth)}
+	}
+	if c.IOEngine == "" {
+		c.IOEngine = "io_uring"
+	}
+	switch c.IOEngine {
+	case "io_uring", "psync", "mmap":
+	default:
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, c.IOEngine)}
+	}
+	if c.Engine == "" {
+		c.Engine = "pagefeed"
+	}
+	if c.Engine != "pagefeed" && c.Engine != "arrowgo" {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: engine %q (want pagefeed or arrowgo)", ErrBadOption, c.Engine)}
+	}
+	if c.Runtime <= 0 && c.Loops <= 0 {
+		c.Loops = 1
+	}
+	if c.World == 0 {
+		c.World = 1
+	}
+	if c.Logf == nil {
+		c.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "pagebench: "+format+"\n", args...) }
+	}
+	if _, err := rinas.ParseShuffle(c.Shuffle); err != nil {
+		return &Error{Op: "parquet", Err: err}
+	}
+	if _, err := rinas.ParseFetch(c.Fetch); err != nil {
+		return &Error{Op: "parquet", Err: err}
+	}
+	return nil
+}
+
+// ParquetResult is one Parquet-mode run.
+type ParquetResult struct {
+	Config       ParquetConfig
+	Elapsed      time.Duration
+	Pages        int64
+	Rows         int64
+	Batches      int64
+	DiskBytes    int64
+	DecodedBytes int64
+	BatchLat     *Latency
+	IndexBuildNs int64
+	RSSPeak      int64
+	RSSSamples   []int64 // RSS once a second
+	CacheGrowth  int64   // dataset bytes that entered the page cache
+	CPUs         []int   // CPUs the process may run on
+	Usr, Sys     time.Duration
+	EngineInfo   string
+}
+
+// ParquetJob is a Parquet-mode job in fio's JSON shape: read.iops is pages
+// per second and read.bw_bytes disk bytes per second; the rest are extra.
+type ParquetJob struct {
+	FioJob
+	Pages           int64   `json:"pages"`
+	Rows            int64   `json:"rows"`
+	RowsPerSec      float64 `json:"rows_per_sec"`
+	Batches         int64   `json:"batches"`
+	DecodedBytes    int64   `json:"decoded_bytes"`
+	BatchLatNs      FioLat  `json:"batch_lat_ns"`
+	IndexBuildNs    int64   `json:"index_build_ns"`
+	RSSPeakBytes    int64   `json:"rss_peak_bytes"`
+	RSSSamples      []int64 `json:"rss_samples_bytes"`
+	PageCacheGrowth int64   `json:"page_cache_growth_bytes"`
+	Shuffle         string  `json:"shuffle"`
+	Fetch           string  `json:"fetch"`
+	IOEngine        string  `json:"ioengine"`
+	Engine          string  `json:"engine"`
+	CPUs            []int   `json:"cpus"`
+	EngineInfo      string  `json:"engine_info,omitempty"`
+}
+
+// ParquetOutput is the JSON document of a Parquet-mode run.
+type ParquetOutput struct {
+	FioVersion string       `json:"fio version"`
+	Timestamp  int64        `json:"timestamp"`
+	Jobs       []ParquetJob `json:"jobs"`
+}
+
+// RunParquet runs cfg. Progress, when set, is called about once a second
+// with the pages so far.
+func RunParquet(ctx context.Context, cfg ParquetConfig, progress func(pages int64, elapsed time.Duration)) (*ParquetResult, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	files, err := expandParquet(cfg.Paths)
+	if err != nil {
+		return nil, err
+	}
+	res := &ParquetResult{Config: cfg, BatchLat: NewLatency()}
+	if !cfg.KeepCache {
+		evictCache(files)
+	}
+	before := residentBytes(files)
+	var dump *bufio.Writer
+	if cfg.DumpOrder != "" {
+		f, err := os.Create(cfg.DumpOrder)
+		if err != nil {
+			return nil, &Error{Op: "dump-order", Path: cfg.DumpOrder, Err: err}
+		}
+		defer f.Close()
+		dump = bufio.NewWriterSize(f, 1<<20)
+		defer dump.Flush()
+	}
+	stopRSS := sampleRSS(&res.RSSSamples)
+	ru0 := rusage()
+	start := time.Now()
+	switch {
+	case cfg.Engine == "arrowgo":
+		err = runArrowGo(ctx, cfg, files, res, dump, progress)
+	case cfg.IOEngine == "mmap":
+		err = runMmap(ctx, cfg, files, res, dump, progress)
+	default:
+		err = runLoader(ctx, cfg, files, res, dump, progress)
+	}
+	res.Elapsed = time.Since(start)
+	ru1 := rusage()
+	stopRSS()
+	res.Usr = ru1.usr - ru0.usr
+	res.Sys = ru1.sys - ru0.sys
+	res.RSSPeak = ru1.maxrss
+	res.CacheGrowth = max(residentBytes(files)-before, 0)
+	res.CPUs = affinity()
+	if err != nil {
+		return res, err
+	}
+	if dump != nil {
+		if err := dump.Flush(); err != nil {
+			return res, &Error{Op: "dump-order", Path: cfg.DumpOrder, Err: err}
+		}
+	}
+	return res, nil
+}
+
+// deadline reports whether a runtime-bounded run is over.
+func deadline(cfg *ParquetConfig, start time.Time) bool {
+	return cfg.Runtime > 0 && cfg.Loops <= 0 && time.Since(start) >= cfg.Runtime
+}
+
+func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
+	sh, _ := rinas.ParseShuffle(cfg.Shuffle)
+	fe, _ := rinas.ParseFetch(cfg.Fetch)
+	epochs := cfg.Loops
+	if epochs <= 0 {
+		epochs = 1 << 30 // runtime-bounded
+	}
+	kind := engine.IOUring
+	if cfg.IOEngine == "psync" {
+		kind = engine.Pread
+	}
+	direct := engine.On
+	if cfg.Buffered {
+		direct = engine.Off
+	}
+	rc := rinas.Config{
+		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
+		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
+		Engine: engine.Options{Kind: kind, Workers: cfg.Workers, QueueDepth: cfg.IODepth, Direct: direct, Logf: cfg.Logf},
+		Index:  index.Options{Logf: cfg.Logf},
+		Logf:   cfg.Logf,
+	}
+	if cfg.Column != "" {
+		rc.Columns = []string{cfg.Column}
+	}
+	l, err := rinas.Open(ctx, rc)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	res.EngineInfo = engineInfo(l.Engine().Info())
+	res.IndexBuildNs = l.Stats().IndexBuildNs
+	start := time.Now()
+	lastTick := start
+	for !deadline(&cfg, start) {
+		t0 := time.Now()
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		res.BatchLat.Record(time.Since(t0).Nanoseconds())
+		res.Batches++
+		res.Rows += int64(b.Rows)
+		if dump != nil {
+			if len(b.Refs) > 0 {
+				for _, r := range b.Refs {
+					dump.WriteString(strconv.FormatUint(r.Page, 10))
+					dump.WriteByte(' ')
+					dump.WriteString(strconv.FormatUint(uint64(r.Row), 10))
+					dump.WriteByte('\n')
+				}
+			} else {
+				for _, p := range b.Pages {
+					dump.WriteString(strconv.FormatUint(p, 10))
+					dump.WriteByte('\n')
+				}
+			}
+		}
+		b.Release()
+		if progress != nil && time.Since(lastTick) >= time.Second {
+			lastTick = time.Now()
+			progress(l.Stats().Pages, time.Since(start))
+		}
+	}
+	st := l.Stats()
+	res.Pages, res.DiskBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.DecodedBytes
+	return nil
+}
+
+func engineInfo(i engine.Info) string {
+	s := "pread"
+	if i.Kind == engine.IOUring {
+		s = "io_uring " + i.SetupFlags
+	}
+	if i.FixedBuffers {
+		s += " fixedbufs"
+	}
+	return s
+}
+
+// runMmap is the page-cache baseline: the same page order, each page
+// copied out of the mmap'd file and decoded.
+func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
+	opts := index.Options{Logf: cfg.Logf}
+	if cfg.Column != "" {
+		opts.Columns = []string{cfg.Column}
+	}
+	ix, err := index.Build(ctx, files, opts)
+	if err != nil {
+		return err
+	}
+	res.IndexBuildNs = int64(ix.Stats().BuildTime)
+	maps := make([][]byte, ix.NumFiles())
+	defer func() {
+		for _, m := range maps {
+			if m != nil {
+				unix.Munmap(m)
+			}
+		}
+	}()
+	for i := range maps {
+		fi := ix.File(i)
+		f, err := os.Open(fi.Path)
+		if err != nil {
+			return &Error{Op: "open", Path: fi.Path, Err: err}
+		}
+		m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size), unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			return &Error{Op: "mmap", Path: fi.Path, Err: err}
+		}
+		maps[i] = m
+	}
+	col := ix.Column(0)
+	dec := codec.NewDecoder(codec.Options{})
+	defer dec.Close()
+	dicts := map[int]*codec.Dictionary{}
+	n := uint64(ix.NumPages(0))
+	buf := make([]byte, 0, 1<<20)
+	start := time.Now()
+	lastTick, batchStart := start, start
+	for ep := 0; cfg.Loops <= 0 || ep < cfg.Loops; ep++ {
+		p := perm.New(n, cfg.Seed, cfg.Epoch+uint64(ep))
+		sh, err := p.Shard(0, cfg.Rank, cfg.World)
+		if err != nil {
+			return err
+		}
+		for j := uint64(0); j < sh.Len(); j++ {
+			if j%uint64(cfg.Batch) == 0 {
+				if deadline(&cfg, start) {
+					return nil
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			g := int(sh.At(j))
+			loc := ix.Locate(0, g)
+			ci := ix.Chunk(0, loc.Chunk)
+			ch := &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: ix.File(loc.File).Path, Column: col.Path}
+			m := maps[loc.File]
+			d := dicts[loc.Chunk]
+			if d == nil && ci.DictSize > 0 {
+				if d, err = dec.Dictionary(ch, m[ci.DictOffset:ci.DictOffset+int64(ci.DictSize)], ci.DictOffset); err != nil {
+					return err
+				}
+				dicts[loc.Chunk] = d
+				res.DiskBytes += int64(ci.DictSize)
+			}
+			buf = append(buf[:0], m[loc.Offset:loc.Offset+int64(loc.Size)]...)
+			pg, err := dec.DecodePage(ch, d, buf, loc.Offset)
+			if err != nil {
+				return err
+			}
+			res.Pages++
+			res.Rows += int64(pg.Rows())
+			res.DiskBytes += int64(loc.Size)
+			res.DecodedBytes += int64(pg.Header().UncompressedSize)
+			pg.Release()
+			if dump != nil {
+				dump.WriteString(strconv.Itoa(g))
+				dump.WriteByte('\n')
+			}
+			if (j+1)%uint64(cfg.Batch) == 0 || j+1 == sh.Len() {
+				res.Batches++
+				now := time.Now()
+				res.BatchLat.Record(now.Sub(batchStart).Nanoseconds())
+				batchStart = now
+				if progress != nil && now.Sub(lastTick) >= time.Second {
+					lastTick = now
+					progress(res.Pages, now.Sub(start))
+				}
+			}
+		}
+		if deadline(&cfg, start) {
+			break
+		}
+	}
+	return nil
+}
+
+// runArrowGo is the chunk-granular baseline: arrow-go's pqarrow reads
+// whole row groups of the column, in a seeded random order.
+func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
+	opts := index.Options{Logf: cfg.Logf}
+	if cfg.Column != "" {
+		opts.Columns = []string{cfg.Column}
+	}
+	ix, err := index.Build(ctx, files, opts)
+	if err != nil {
+		return err
+	}
+	res.IndexBuildNs = int64(ix.Stats().BuildTime)
+	type opened struct {
+		f   *os.File
+		pr  *file.Reader
+		fr  *pqarrow.FileReader
+		col int
+	}
+	readers := make([]*opened, ix.NumFiles())
+	defer func() {
+		for _, o := range readers {
+			if o != nil {
+				o.pr.Close()
+				o.f.Close()
+			}
+		}
+	}()
+	colPath := ix.Column(0).Path
+	top := strings.SplitN(colPath, ".", 2)[0]
+	n := uint64(ix.NumChunks())
+	start := time.Now()
+	lastTick := start
+	for ep := 0; cfg.Loops <= 0 || ep < cfg.Loops; ep++ {
+		p := perm.New(n, cfg.Seed, cfg.Epoch+uint64(ep))
+		sh, err := p.Shard(0, cfg.Rank, cfg.World)
+		if err != nil {
+			return err
+		}
+		for j := uint64(0); j < sh.Len(); j++ {
+			if deadline(&cfg, start) {
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			c := int(sh.At(j))
+			ci := ix.Chunk(0, c)
+			o := readers[ci.File]
+			if o == nil {
+				path := ix.File(ci.File).Path
+				f, err := os.Open(path)
+				if err != nil {
+					return &Error{Op: "open", Path: path, Err: err}
+				}
+				pr, err := file.NewParquetReader(f)
+				if err != nil {
+					f.Close()
+					return &Error{Op: "open", Path: path, Err: err}
+				}
+				fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+				if err != nil {
+					pr.Close()
+					f.Close()
+					return &Error{Op: "open", Path: path, Err: err}
+				}
+				o = &opened{f: f, pr: pr, fr: fr, col: pr.MetaData().Schema.Root().FieldIndexByName(top)}
+				if o.col < 0 {
+					pr.Close()
+					f.Close()
+					return &Error{Op: "open", Path: path, Err: fmt.Errorf("no field %q", top)}
+				}
+				readers[ci.File] = o
+			}
+			t0 := time.Now()
+			cr, err := o.fr.GetColumn(ctx, o.col)
+			if err != nil {
+				return err
+			}
+			chunked, err := o.fr.ReadColumn([]int{ci.RowGroup}, cr)
+			if err != nil {
+				return &Error{Op: "read", Path: o.f.Name(), Err: err}
+			}
+			res.Rows += int64(chunked.Len())
+			chunked.Release()
+			res.BatchLat.Record(time.Since(t0).Nanoseconds())
+			res.Batches++
+			res.Pages += int64(ci.NumPages)
+			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
+				res.DiskBytes += cc.TotalCompressedSize()
+				res.DecodedBytes += cc.TotalUncompressedSize()
+			}
+			if dump != nil {
+				for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
+					dump.WriteString(strconv.Itoa(g))
+					dump.WriteByte('\n')
+				}
+			}
+			if progress != nil && time.Since(lastTick) >= time.Second {
+				lastTick = time.Now()
+				progress(res.Pages, time.Since(start))
+			}
+		}
+		if deadline(&cfg, start) {
+			break
+		}
+	}
+	return nil
+}
+
+// JSON converts the result to fio's JSON shape with the Parquet fields.
+func (r *ParquetResult) JSON() ParquetOutput {
+	cfg := r.Config
+	secs := r.Elapsed.Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	ms := r.Elapsed.Milliseconds()
+	j := ParquetJob{
+		FioJob: FioJob{
+			JobName: cfg.Name,
+			JobOptions: map[string]string{
+				"parquet": strings.Join(cfg.Paths, ":"), "column": cfg.Column, "shuffle": cfg.Shuffle, "fetch": cfg.Fetch,
+				"batch": strconv.Itoa(cfg.Batch), "iodepth": strconv.Itoa(cfg.IODepth), "ioengine": cfg.IOEngine, "engine": cfg.Engine,
+			},
+			Read: FioIO{
+				IOBytes: r.DiskBytes, IOKBytes: r.DiskBytes >> 10, BWBytes: int64(float64(r.DiskBytes) / secs),
+				BW: int64(float64(r.DiskBytes) / secs / 1024), IOPS: float64(r.Pages) / secs, Runtime: ms, TotalIOs: r.Pages,
+				ClatNs: emptyIO().ClatNs,
+			},
+			JobRuntime: ms,
+			UsrCPU:     100 * r.Usr.Seconds() / secs,
+			SysCPU:     100 * r.Sys.Seconds() / secs,
+		},
+		Pages: r.Pages, Rows: r.Rows, RowsPerSec: float64(r.Rows) / secs, Batches: r.Batches, DecodedBytes: r.DecodedBytes,
+		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
+		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
+		CPUs: r.CPUs, EngineInfo: r.EngineInfo,
+	}
+	return ParquetOutput{FioVersion: Version, Timestamp: time.Now().Unix(), Jobs: []ParquetJob{j}}
+}
+
+// WriteJSON writes the result as indented JSON.
+func (r *ParquetResult) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r.JSON(), "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+// WriteNormal writes a short human summary.
+func (r *ParquetResult) WriteNormal(w io.Writer) error {
+	j := r.JSON().Jobs[0]
+	_, err := fmt.Fprintf(w, "%s: (shuffle=%s, fetch=%s, ioengine=%s, engine=%s, batch=%d)\n"+
+		"  read: pages/s=%.0f, BW=%s, rows/s=%.0f, decoded=%s in %.2fs\n"+
+		"  batch lat (usec): mean=%.1f, p50=%.1f, p99=%.1f, p99.9=%.1f\n"+
+		"  index build=%.1fms, rss peak=%s, page cache growth=%s, cpu: usr=%.1f%% sys=%.1f%% on cpus %v\n",
+		j.JobName, j.Shuffle, j.Fetch, j.IOEngine, j.Engine, r.Config.Batch,
+		j.Read.IOPS, fmtBytesRate(float64(j.Read.BWBytes)), j.RowsPerSec, fmtBytes(float64(r.DecodedBytes), true), r.Elapsed.Seconds(),
+		j.BatchLatNs.Mean/1e3, float64(j.BatchLatNs.Percentile["50.000000"])/1e3, float64(j.BatchLatNs.Percentile["99.000000"])/1e3,
+		float64(j.BatchLatNs.Percentile["99.900000"])/1e3,
+		float64(r.IndexBuildNs)/1e6, fmtBytes(float64(r.RSSPeak), true), fmtBytes(float64(r.CacheGrowth), true), j.UsrCPU, j.SysCPU, r.CPUs)
+	return err
+}
+
+func fmtBytesRate(bps float64) string { return fmtBytes(bps, true) + "/s" }
+
+// expandParquet resolves globs and directories to Parquet files.
+func expandParquet(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		matches, err := filepath.Glob(p)
+		if err != nil {
+			return nil, &Error{Op: "glob", Path: p, Err: err}
+		}
+		if len(matches) == 0 {
+			return nil, &Error{Op: "open", Path: p, Err: os.ErrNotExist}
+		}
+		out = append(out, matches...)
+	}
+	return out, nil
+}
+
+// evictCache drops the dataset's clean pages from the page cache, so a
+// run starts cold and page-cache growth is measured from zero.
+func evictCache(paths []string) {
+	for _, p := range paths {
+		walkFiles(p, func(path string) {
+			if f, err := os.Open(path); err == nil {
+				_ = unix.Fdatasync(int(f.Fd()))
+				_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+				f.Close()
+			}
+		})
+	}
+}
+
+// residentBytes sums the dataset's bytes in the page cache (mincore).
+func residentBytes(paths []string) int64 {
+	var total int64
+	page := int64(os.Getpagesize())
+	for _, p := range paths {
+		walkFiles(p, func(path string) {
+			f, err := os.Open(path)
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			st, err := f.Stat()
+			if err != nil || st.Size() == 0 {
+				return
+			}
+			m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+			if err != nil {
+				return
+			}
+			defer unix.Munmap(m)
+			vec := make([]byte, (st.Size()+page-1)/page)
+			if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+				return
+			}
+			for _, v := range vec {
+				if v&1 != 0 {
+					total += page
+				}
+			}
+		})
+	}
+	return total
+}
+
+func walkFiles(p string, fn func(string)) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return
+	}
+	if !st.IsDir() {
+		fn(p)
+		return
+	}
+	_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
+			fn(path)
+		}
+		return nil
+	})
+}
+
+type usage struct {
+	usr, sys time.Duration
+	maxrss   int64
+}
+
+func rusage() usage {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return usage{}
+	}
+	return usage{usr: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), maxrss: ru.Maxrss << 10}
+}
+
+// sampleRSS appends the process RSS to out once a second until stopped.
+func sampleRSS(out *[]int64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				*out = append(*out, currentRSS())
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func currentRSS() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[1], 10, 64)
+	return n * int64(os.Getpagesize())
+}
+
+func affinity() []int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return nil
+	}
+	var cpus []int
+	for i := 0; i < runtime.NumCPU()*2 && i < 1024; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}

@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pagefeed/pagefeed/internal/gen"
+)
+
+func genParquet(t *testing.T) (dir string, rows int64) {
+	t.Helper()
+	dir = t.TempDir()
+	res, err := gen.Run(context.Background(), gen.Config{Dir: dir, Files: 2, RowsPerFile: 600, PageSize: 4096,
+		RowGroupRows: 200, PageIndex: true, PageVersion: 2, Codec: "zstd", Seed: 3, MeanTokens: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, res.Rows
+}
+
+func TestRunParquetModes(t *testing.T) {
+	dir, rows := genParquet(t)
+	quiet := func(string, ...any) {}
+	for _, tc := range []ParquetConfig{
+		{Shuffle: "page", Fetch: "unordered"},
+		{Shuffle: "page", Fetch: "ordered"},
+		{Shuffle: "stream", Rows: 100},
+		{Shuffle: "row", Rows: 50, Batch: 32},
+		{Shuffle: "page", IOEngine: "psync"},
+		{Shuffle: "page", IOEngine: "mmap"},
+		{Shuffle: "page", Engine: "arrowgo"},
+	} {
+		name := tc.Shuffle + "/" + tc.Fetch + "/" + tc.IOEngine + "/" + tc.Engine
+		t.Run(name, func(t *testing.T) {
+			cfg := tc
+			cfg.Paths = []string{filepath.Join(dir, "*.parquet")}
+			cfg.Column = "input_ids"
+			cfg.Loops = 1
+			cfg.Logf = quiet
+			cfg.DumpOrder = filepath.Join(t.TempDir(), "order")
+			res, err := RunParquet(context.Background(), cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Rows != rows {
+				t.Fatalf("%d rows, want %d", res.Rows, rows)
+			}
+			if res.Pages == 0 || res.DiskBytes == 0 {
+				t.Fatalf("pages %d, disk bytes %d", res.Pages, res.DiskBytes)
+			}
+			lines := readLines(t, cfg.DumpOrder)
+			seen := map[string]bool{}
+			for _, l := range lines {
+				if seen[l] {
+					t.Fatalf("order dump lists %q twice", l)
+				}
+				seen[l] = true
+			}
+			if cfg.Rows > 0 {
+				if int64(len(lines)) != rows {
+					t.Fatalf("row dump has %d lines, want %d", len(lines), rows)
+				}
+			} else if int64(len(lines)) != res.Pages {
+				t.Fatalf("order dump has %d lines, %d pages delivered", len(lines), res.Pages)
+			}
+			var buf bytes.Buffer
+			if err := res.WriteJSON(&buf); err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				Jobs []struct {
+					Read struct {
+						IOPS    float64 `json:"iops"`
+						BWBytes int64   `json:"bw_bytes"`
+					} `json:"read"`
+					Pages      *int64   `json:"pages"`
+					Rows       *int64   `json:"rows"`
+					RowsPerSec *float64 `json:"rows_per_sec"`
+					BatchLat   struct {
+						Mean       float64          `json:"mean"`
+						Percentile map[string]int64 `json:"percentile"`
+					} `json:"batch_lat_ns"`
+					Growth *int64  `json:"page_cache_growth_bytes"`
+					RSS    *int64  `json:"rss_peak_bytes"`
+					Index  *int64  `json:"index_build_ns"`
+					Shuf   *string `json:"shuffle"`
+					Fetch  *string `json:"fetch"`
+				} `json:"jobs"`
+			}
+			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+				t.Fatal(err)
+			}
+			j := doc.Jobs[0]
+			if j.Read.IOPS <= 0 || j.Read.BWBytes <= 0 || j.Pages == nil || *j.Rows != rows || j.RowsPerSec == nil ||
+				j.Growth == nil || j.RSS == nil || *j.RSS <= 0 || j.Index == nil || j.Shuf == nil || j.Fetch == nil {
+				t.Fatalf("JSON misses fields: %s", buf.String())
+			}
+			if _, ok := j.BatchLat.Percentile["99.000000"]; !ok {
+				t.Fatalf("batch_lat_ns has no p99: %s", buf.String())
+			}
+		})
+	}
+}
+
+func TestRunParquetBadInput(t *testing.T) {
+	dir, _ := genParquet(t)
+	for _, cfg := range []ParquetConfig{
+		{},
+		{Paths: []string{filepath.Join(dir, "missing*.parquet")}},
+		{Paths: []string{dir}, Column: "nope"},
+		{Paths: []string{dir}, Shuffle: "sideways"},
+		{Paths: []string{dir}, IOEngine: "libaio"},
+		{Paths: []string{dir}, Engine: "duckdb"},
+		{Paths: []string{dir}, IODepth: 5000},
+	} {
+		cfg.Logf = func(string, ...any) {}
+		if _, err := RunParquet(context.Background(), cfg, nil); err == nil {
+			t.Errorf("%+v accepted", cfg)
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+
