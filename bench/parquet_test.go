@@ -139,5 +139,3 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return out
 }
-
-
