@@ -106,6 +106,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 
 	sidecar := "miss"
 	scPath := ""
+	var old *Index // a stale sidecar's index, for the files that did not change
 	if !opts.NoSidecar {
 		scPath = opts.Sidecar
 		if scPath == "" {
@@ -117,6 +118,9 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 			lopts.Reader = &PreadReader{Parallelism: 1}
 		}
 		ix, status, err := loadSidecar(ctx, scPath, files, lopts)
+		if err != nil && ix != nil {
+			old = ix
+		}
 		if err == nil {
 			ix.stats.BuildTime = time.Since(start)
 			ix.stats.Sidecar = "hit"
@@ -135,6 +139,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		opts.Reader = r
 	}
 	b := &builder{opts: opts, files: files}
+	b.reuseFrom(old)
 	ix, err := b.build(ctx)
 	if err != nil {
 		return nil, err
@@ -282,12 +287,15 @@ type tmpPage struct {
 }
 
 type builder struct {
-	opts  Options
-	files []FileInfo
-	metas []fileMeta
-	ncols int
-	res   []chunkPages // per file, row group, column: flattened via base[f]
-	base  []int        // first res index of file f
+	opts    Options
+	old     *Index // stale sidecar being reused, or nil
+	oldFile []int  // per file: its number in old, or -1 to index afresh
+	reused  int
+	files   []FileInfo
+	metas   []fileMeta
+	ncols   int
+	res     []chunkPages // per file, row group, column: flattened via base[f]
+	base    []int        // first res index of file f
 }
 
 // footerTail decodes a footer from the last len(tail) bytes of a file of
@@ -460,9 +468,79 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 	return fm, nil
 }
 
+// reuseFrom takes from old (a stale sidecar's index for the same
+// projection) every file whose path, size and mtime are unchanged, so that
+// only the others are read again. The first file's footer is read in any
+// case, for the column descriptors.
+func (b *builder) reuseFrom(old *Index) {
+	if old == nil || len(old.cols) == 0 {
+		return
+	}
+	byPath := make(map[string]int, len(old.files))
+	for i, f := range old.files {
+		byPath[f.Path] = i
+	}
+	b.metas = make([]fileMeta, len(b.files))
+	b.oldFile = make([]int, len(b.files))
+	paths := colPaths(old)
+	for f := range b.files {
+		b.oldFile[f] = -1
+		of, ok := byPath[b.files[f].Path]
+		if !ok || old.files[of].Size != b.files[f].Size || !old.files[of].ModTime.Equal(b.files[f].ModTime) {
+			continue
+		}
+		b.oldFile[f] = of
+		b.reused++
+		m := fileMeta{paths: paths, numRows: old.files[of].NumRows}
+		for c := old.fileRG[of]; c < old.fileRG[of+1]; c++ {
+			m.rgRows = append(m.rgRows, old.rgs[c].numRows)
+			for k := range old.cols {
+				cm := &old.cols[k].chunks[c]
+				m.chunks = append(m.chunks, chunkRaw{codec: cm.codec, start: cm.base})
+			}
+		}
+		b.metas[f] = m
+	}
+	b.old = old
+	b.opts.Logf("re-indexing %d of %d files; %d unchanged since the sidecar", len(b.files)-b.reused, len(b.files), b.reused)
+}
+
+// isReused reports whether file f comes from the stale sidecar.
+func (b *builder) isReused(f int) bool { return b.oldFile != nil && b.oldFile[f] >= 0 }
+
+// fillReused copies the pages of reused files into b.res.
+func (b *builder) fillReused() {
+	for f := range b.files {
+		if !b.isReused(f) {
+			continue
+		}
+		of := b.oldFile[f]
+		j := 0
+		for c := b.old.fileRG[of]; c < b.old.fileRG[of+1]; c++ {
+			for k := range b.old.cols {
+				col := &b.old.cols[k]
+				cm := &col.chunks[c]
+				res := &b.res[b.base[f]+j]
+				j++
+				res.dictOff, res.dictSize, res.source = cm.dictOff, cm.dictSize, cm.source
+				for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
+					res.pages = append(res.pages, tmpPage{off: cm.base + int64(col.off[g]), size: col.size[g], row: col.row[g]})
+				}
+			}
+		}
+	}
+}
+
 func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err := b.readFooters(ctx); err != nil {
 		return nil, err
+	}
+	if b.isReused(0) {
+		// read afresh for its schema; its pages still come from the sidecar
+		first := &b.metas[0]
+		if !equalStrings(first.paths, colPaths(b.old)) {
+			return nil, &Error{Op: "schema", Path: b.files[0].Path, Off: -1, Err: fmt.Errorf("%w: projection resolves to other columns than in the sidecar", ErrColumn)}
+		}
 	}
 	// Every file must resolve the projection to the same leaves, of the
 	// same physical type, as the first.
@@ -477,6 +555,9 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 			if m.paths[k] != first.paths[k] {
 				return nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: found %q in its place", ErrColumn, m.paths[k])}
 			}
+			if m.schema == nil {
+				continue // reused: checked when it was indexed
+			}
 			if a, c := m.schema.Column(m.leaves[k]).PhysicalType(), first.schema.Column(first.leaves[k]).PhysicalType(); a != c {
 				return nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: physical type %s, %s in %s", ErrColumn, a, c, b.files[0].Path)}
 			}
@@ -488,6 +569,7 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 		b.base[i+1] = b.base[i] + len(b.metas[i].chunks)
 	}
 	b.res = make([]chunkPages, b.base[len(b.files)])
+	b.fillReused()
 	if err := b.readOffsetIndexes(ctx); err != nil {
 		return nil, err
 	}
@@ -501,14 +583,21 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 // second, exact one for footers longer than the tail.
 func (b *builder) readFooters(ctx context.Context) error {
 	n := len(b.files)
-	b.metas = make([]fileMeta, n)
+	if b.metas == nil {
+		b.metas = make([]fileMeta, n)
+	}
 	errs := make([]error, n)
 	need := make([]int, n)
-	rs := make([]Range, n)
+	var rs []Range
+	var sel []int // files whose footers are read
 	for i, f := range b.files {
+		if i > 0 && b.isReused(i) {
+			continue
+		}
 		l := int64(footerTailRead)
 		l = min(l, f.Size)
-		rs[i] = Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
+		rs = append(rs, Range{Path: f.Path, Off: f.Size - l, Len: int(l)})
+		sel = append(sel, i)
 	}
 	parse := func(i int, r Range, data []byte, err error) {
 		f := &b.files[i]
@@ -531,7 +620,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
 	}
-	err := b.opts.Reader.ReadBatch(ctx, rs, func(i int, data []byte, err error) { parse(i, rs[i], data, err) })
+	err := b.opts.Reader.ReadBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
 	if err != nil {
 		return err
 	}
@@ -581,6 +670,9 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 	}
 	var groups []group
 	for f := range b.metas {
+		if b.isReused(f) {
+			continue
+		}
 		var g *group
 		for j, c := range b.metas[f].chunks {
 			if c.oiLen == 0 {
@@ -718,6 +810,9 @@ type walk struct {
 func (b *builder) walkHeaders(ctx context.Context) error {
 	var ws []*walk
 	for ci := range b.res {
+		if b.isReused(b.fileOf(ci)) {
+			continue
+		}
 		raw := b.rawOf(ci)
 		if raw.oiLen != 0 && !b.opts.HeaderWalk {
 			continue
@@ -904,6 +999,7 @@ func (b *builder) assemble() (*Index, error) {
 	ix.stats.RowGroups = nrg
 	ix.stats.ColumnChunks = nrg * b.ncols
 	ix.stats.Rows = rows
+	ix.stats.Reused = b.reused
 	ix.stats.ResidentBytes = ix.ResidentBytes()
 	return ix, nil
 }

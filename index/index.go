@@ -120,6 +120,9 @@ type Stats struct {
 	// write failed and Logf says why).
 	Sidecar     string
 	SidecarPath string
+	// Reused counts the files taken unchanged from a stale sidecar
+	// ("rebuilt"): only the others were read again.
+	Reused int
 }
 
 // rgInfo is one row group of one file: a global chunk number.

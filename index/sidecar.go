@@ -382,13 +382,16 @@ func loadSidecar(ctx context.Context, path string, files []FileInfo, opts Option
 	if !equalStrings(ix.columns, opts.Columns) || ix.walk != opts.HeaderWalk {
 		return nil, "rebuilt", fmt.Errorf("%w: written for another projection", ErrSidecar)
 	}
+	// From here on the sidecar is sound and for this projection: a stale
+	// one is returned with its error so that Build can reuse the files
+	// that did not change.
 	if len(ix.files) != len(files) {
-		return nil, "rebuilt", fmt.Errorf("%w: written for %d files, now %d", ErrSidecar, len(ix.files), len(files))
+		return ix, "rebuilt", fmt.Errorf("%w: written for %d files, now %d", ErrSidecar, len(ix.files), len(files))
 	}
 	for i, f := range files {
 		s := &ix.files[i]
 		if s.Path != f.Path || s.Size != f.Size || !s.ModTime.Equal(f.ModTime) {
-			return nil, "rebuilt", fmt.Errorf("%w: %s changed since it was indexed (size %d→%d, mtime %s→%s)", ErrSidecar, f.Path, s.Size, f.Size, s.ModTime.Format(time.RFC3339Nano), f.ModTime.Format(time.RFC3339Nano))
+			return ix, "rebuilt", fmt.Errorf("%w: %s changed since it was indexed (size %d→%d, mtime %s→%s)", ErrSidecar, f.Path, s.Size, f.Size, s.ModTime.Format(time.RFC3339Nano), f.ModTime.Format(time.RFC3339Nano))
 		}
 		s.ModTime = f.ModTime // keep the location of the live stat
 	}

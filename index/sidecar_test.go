@@ -177,3 +177,57 @@ func truncate(t *testing.T, path string, n int) {
 		t.Fatal(err)
 	}
 }
+
+// TestSidecarReusesUnchangedFiles: after some files change, or are added,
+// only those are read again, and the index equals a fresh build.
+func TestSidecarReusesUnchangedFiles(t *testing.T) {
+	dir := t.TempDir()
+	c := small(true, 1)
+	c.Dir, c.Files = dir, 3
+	files := genDataset(t, c)
+	sc := filepath.Join(t.TempDir(), "sc")
+	opts := Options{Columns: []string{"input_ids", "id"}, Sidecar: sc}
+	buildSC(t, files, opts)
+
+	rewrite := func(n int, seed uint64) {
+		t.Helper()
+		c2 := c
+		c2.Seed, c2.Files, c2.Prefix = seed, n+1, "tmp"
+		res := genDataset(t, c2)
+		if err := os.Rename(res[n], files[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, step := range []struct {
+		name   string
+		change func()
+		paths  func() []string
+		reused int
+	}{
+		{"middle file rewritten", func() { rewrite(1, 100) }, func() []string { return files }, 2},
+		{"first file rewritten", func() { rewrite(0, 101) }, func() []string { return files }, 2},
+		{"file added", func() {
+			c2 := c
+			c2.Files, c2.Prefix, c2.Seed = 1, "zz", 5
+			files = append(files, genDataset(t, c2)...)
+		}, func() []string { return files }, 3},
+		{"file removed", func() {}, func() []string { return files[1:] }, 3},
+	} {
+		step.change()
+		ix, log := buildSC(t, step.paths(), opts)
+		st := ix.Stats()
+		if st.Sidecar != "rebuilt" || st.Reused != step.reused {
+			t.Fatalf("%s: sidecar %s, reused %d; want rebuilt, %d (%q)", step.name, st.Sidecar, st.Reused, step.reused, log.lines)
+		}
+		if !log.has("re-indexing") {
+			t.Errorf("%s: no notice of the partial re-index: %q", step.name, log.lines)
+		}
+		sameLocations(t, step.name, build(t, step.paths(), Options{Columns: opts.Columns}), ix)
+		if ix.Column(0).Descr == nil || ix.NumRows() != int64(len(step.paths())*c.RowsPerFile) {
+			t.Fatalf("%s: %d rows", step.name, ix.NumRows())
+		}
+		if again, _ := buildSC(t, step.paths(), opts); again.Stats().Sidecar != "hit" {
+			t.Fatalf("%s: then %s", step.name, again.Stats().Sidecar)
+		}
+	}
+}

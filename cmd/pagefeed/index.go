@@ -34,6 +34,7 @@ type indexReport struct {
 	BuildMs       float64 `json:"build_ms"`
 	Sidecar       string  `json:"sidecar"`
 	SidecarPath   string  `json:"sidecar_path,omitempty"`
+	ReusedFiles   int     `json:"reused_files,omitempty"` // from a stale sidecar, not re-read
 	Columns       []col   `json:"columns"`
 }
 
@@ -102,6 +103,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 		BuildMs:       float64(st.BuildTime.Microseconds()) / 1000,
 		Sidecar:       st.Sidecar,
 		SidecarPath:   st.SidecarPath,
+		ReusedFiles:   st.Reused,
 	}
 	if st.Pages > 0 {
 		r.BytesPerPage = float64(st.ResidentBytes) / float64(st.Pages)
