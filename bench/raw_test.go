@@ -263,7 +263,7 @@ func TestRunRawErrors(t *testing.T) {
 // the runner's overhead rather than the disk. allocs/op are per pass.
 func BenchmarkRandRead4k(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "f")
-	if err := layout(path, 0, 8<<20, "b", nil2discard()); err != nil {
+	if err := layout(path, 0, 8<<20, "b", newBuf()); err != nil {
 		b.Fatal(err)
 	}
 	for _, eng := range []string{EnginePsync, EngineMmap, EngineIOUring} {
@@ -291,7 +291,8 @@ func BenchmarkRandRead4k(b *testing.B) {
 	}
 }
 
-func nil2discard() *bytes.Buffer { return new(bytes.Buffer) }
+// newBuf is a notice sink for benchmarks.
+func newBuf() *bytes.Buffer { return new(bytes.Buffer) }
 
 func TestWorkerRampAndLimits(t *testing.T) {
 	job := DefaultJob()
