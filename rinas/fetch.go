@@ -326,8 +326,12 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 		// Decode page k with as many of the unit's following pages as its
 		// last row needs: one more where rows may cross pages, growing
 		// while the row goes on, then synchronous reads past the unit.
+		// A page with a known row count (offset index) starts and ends at
+		// row boundaries, as the format requires; only the others may end
+		// inside a row.
+		aligned := !rep || l.ix.Locate(0, u.first+k).NumRows >= 0
 		m := 1
-		if rep && k+1 < u.n && l.ix.Locate(0, u.first+k).NumRows < 0 {
+		if !aligned && k+1 < u.n {
 			m = 2
 		}
 		var p *codec.Page
@@ -339,7 +343,7 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 			if p, err = dec.DecodeSpan(ch, dict, bufs, offs); err != nil {
 				return err
 			}
-			if !p.LastRowMayContinue() || u.first+k+m >= end {
+			if aligned || !p.LastRowMayContinue() || u.first+k+m >= end {
 				break
 			}
 			if k+m < u.n {

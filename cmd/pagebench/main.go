@@ -42,6 +42,7 @@ func main() {
 }
 
 const usage = `usage: pagebench [fio options] [job.fio ...]
+       pagebench --parquet=PATH_OR_GLOB [--column --shuffle --fetch --batch --iodepth --runtime|--loops ...]
        pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size SIZE] [--fio PATH] [--case SUBSTR]
 fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
@@ -61,6 +62,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	if isParquet(args) {
+		return runParquet(args, stdout, stderr)
+	}
 	for _, a := range args {
 		switch a {
 		case "-h", "--help", "-help":

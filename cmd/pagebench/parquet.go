@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pagefeed/pagefeed/bench"
+)
+
+const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
+    [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
+    [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
+    [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo] [--direct=0|1] [--output-format=normal|json]
+`
+
+// isParquet reports whether args ask for Parquet mode.
+func isParquet(args []string) bool {
+	for _, a := range args {
+		if a == "--parquet" || a == "-parquet" || strings.HasPrefix(a, "--parquet=") || strings.HasPrefix(a, "-parquet=") {
+			return true
+		}
+	}
+	return false
+}
+
+// runParquet binds Parquet-mode flags to bench.ParquetConfig and runs it.
+func runParquet(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pagebench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cfg bench.ParquetConfig
+	var paths multi
+	var runtime, format string
+	direct := 1
+	fs.Var(&paths, "parquet", "Parquet file, directory or glob (repeatable)")
+	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
+	fs.StringVar(&cfg.Column, "column", "", "leaf column to read")
+	fs.StringVar(&cfg.Shuffle, "shuffle", "page", "page|row|rowgroup|stream|none")
+	fs.StringVar(&cfg.Fetch, "fetch", "unordered", "unordered|ordered")
+	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")
+	fs.IntVar(&cfg.Rows, "rows", 0, "rows per batch (0: page batches)")
+	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows")
+	fs.IntVar(&cfg.IODepth, "iodepth", 256, "reads in flight per worker")
+	fs.IntVar(&cfg.Prefetch, "prefetch", 0, "batches read ahead (default 2)")
+	fs.IntVar(&cfg.Workers, "workers", 0, "engine workers (default GOMAXPROCS)")
+	fs.StringVar(&runtime, "runtime", "", "run for this long (fio time syntax)")
+	fs.IntVar(&cfg.Loops, "loops", 0, "run exactly this many epochs")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "shuffle seed")
+	fs.Uint64Var(&cfg.Epoch, "epoch", 0, "first epoch")
+	fs.IntVar(&cfg.Rank, "rank", 0, "rank")
+	fs.IntVar(&cfg.World, "world", 1, "world size")
+	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
+	fs.StringVar(&cfg.IOEngine, "ioengine", "io_uring", "io_uring|psync|mmap")
+	fs.StringVar(&cfg.Engine, "engine", "pagefeed", "pagefeed|arrowgo")
+	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
+	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
+	fs.StringVar(&format, "output-format", "normal", "normal|json")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			_, err = io.WriteString(stdout, parquetUsage)
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q in parquet mode", fs.Arg(0))
+	}
+	if len(paths) == 0 {
+		return fmt.Errorf("--parquet needs a path")
+	}
+	if cfg.IODepth < 1 || cfg.IODepth > 4096 {
+		return fmt.Errorf("--iodepth=%d: want 1..4096", cfg.IODepth)
+	}
+	cfg.Paths = paths
+	if runtime != "" {
+		d, err := bench.ParseTime(runtime)
+		if err != nil {
+			return err
+		}
+		cfg.Runtime = d
+	}
+	if cfg.Runtime > 0 && cfg.Loops > 0 {
+		return fmt.Errorf("--runtime and --loops exclude each other")
+	}
+	switch direct {
+	case 0:
+		cfg.Buffered = true
+	case 1:
+	default:
+		return fmt.Errorf("--direct=%d: want 0 or 1", direct)
+	}
+	if format != "normal" && format != "json" {
+		return fmt.Errorf("--output-format=%s: want normal or json", format)
+	}
+	var progress func(int64, time.Duration)
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		last := int64(0)
+		lastT := time.Duration(0)
+		progress = func(pages int64, el time.Duration) {
+			rate := float64(pages-last) / (el - lastT).Seconds()
+			last, lastT = pages, el
+			eta := ""
+			if cfg.Runtime > 0 {
+				eta = fmt.Sprintf("[eta %s]", fmtETA(cfg.Runtime-el))
+			}
+			fmt.Fprintf(stderr, "\rJobs: 1: [%s][r=%.0f pages/s][%d pages]%s   ", cfg.Shuffle, rate, pages, eta)
+		}
+		defer fmt.Fprint(stderr, "\r\033[K")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.RunParquet(ctx, cfg, progress)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return res.WriteJSON(stdout)
+	}
+	return res.WriteNormal(stdout)
+}
+
+func fmtETA(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	s := int(d.Seconds() + 0.5)
+	return fmt.Sprintf("%02dm:%02ds", s/60, s%60)
+}
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
