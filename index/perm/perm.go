@@ -6,8 +6,9 @@
 // power of four ≥ N (2h bits, two h-bit halves), keyed by (seed, epoch), with
 // cycle walking (re-encrypt until the value falls in [0, N)) to stay in
 // range. The domain is less than 4N, so a lookup averages fewer than four
-// network evaluations. The round function is a SplitMix64-style
-// multiply-xorshift mixer of the half and the round key.
+// network evaluations. The round function is a one-multiply keyed
+// multiply-xorshift of the half; round keys come from (seed, epoch) through
+// SplitMix64's full mixer.
 //
 // # Positions, ranks and checkpoints
 //
@@ -57,6 +58,14 @@ func mix(x uint64) uint64 {
 	return x
 }
 
+// round is the Feistel round function: a keyed multiply-xorshift, one
+// multiplication, its high bits folded down so every input bit reaches
+// the low bits that the mask keeps.
+func round(x, k uint64) uint64 {
+	x = (x ^ k) * 0xbf58476d1ce4e5b9
+	return x ^ x>>29 ^ x>>47
+}
+
 // New returns the order of epoch epoch of a run seeded with seed over n
 // items.
 func New(n, seed, epoch uint64) Perm {
@@ -80,7 +89,7 @@ func (p Perm) Len() uint64 { return p.n }
 func (p *Perm) encrypt(x uint64) uint64 {
 	l, r := x>>p.half, x&p.mask
 	for i := range p.keys {
-		l, r = r, l^(mix(r^p.keys[i])&p.mask)
+		l, r = r, l^(round(r, p.keys[i])&p.mask)
 	}
 	return l<<p.half | r
 }
@@ -88,7 +97,7 @@ func (p *Perm) encrypt(x uint64) uint64 {
 func (p *Perm) decrypt(x uint64) uint64 {
 	l, r := x>>p.half, x&p.mask
 	for i := len(p.keys) - 1; i >= 0; i-- {
-		l, r = r^(mix(l^p.keys[i])&p.mask), l
+		l, r = r^(round(l, p.keys[i])&p.mask), l
 	}
 	return l<<p.half | r
 }
