@@ -37,6 +37,11 @@ type Options struct {
 	// default 1. More saves wakeups and CPU; a new submission may then
 	// wait for that many completions before its worker picks it up.
 	BatchComplete int
+	// RingFlags is the io_uring setup-flag ladder, tried first to last,
+	// dropping to the next rung on EINVAL; default ring.Ladder (fio's:
+	// SINGLE_ISSUER|DEFER_TASKRUN, COOP_TASKRUN, none). Info.SetupFlags
+	// says which took.
+	RingFlags     []uint32
 	Direct        Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
 	FixedBuffers  Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn
 	RegisterFiles bool                             // register file descriptors with the ring

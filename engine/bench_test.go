@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pagefeed/pagefeed/ring"
 )
 
 // The benchmark file: a few hundred MiB laid out once per test binary in a
@@ -154,6 +156,9 @@ func BenchmarkRandRead4K(b *testing.B) {
 	b.Run("uring", func(b *testing.B) { closedLoop(b, Options{Kind: IOUring}, 64) })
 	b.Run("uring/nofixed", func(b *testing.B) { closedLoop(b, Options{Kind: IOUring, FixedBuffers: Off}, 64) })
 	b.Run("uring/batchcomplete8", func(b *testing.B) { closedLoop(b, Options{Kind: IOUring, BatchComplete: 8}, 64) })
+	b.Run("uring/single_issuer+coop", func(b *testing.B) {
+		closedLoop(b, Options{Kind: IOUring, RingFlags: []uint32{ring.SetupSingleIssuer | ring.SetupCoopTaskrun}}, 64)
+	})
 	b.Run("pread", func(b *testing.B) { closedLoop(b, Options{Kind: Pread}, 64) })
 }
 

@@ -622,7 +622,7 @@ func TestAutoFallsBackToPread(t *testing.T) {
 	saved := newRing
 	defer func() { newRing = saved }()
 	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EPERM, unix.ENOMEM} {
-		newRing = func(uint32) (*ring.Ring, error) { return nil, &ring.Error{Op: "setup", Err: errno} }
+		newRing = func(uint32, []uint32) (*ring.Ring, error) { return nil, &ring.Error{Op: "setup", Err: errno} }
 		var logged []string
 		e := newEngine(t, Options{Kind: Auto, Workers: 2, Logf: func(f string, a ...any) { logged = append(logged, f) }})
 		in := e.Info()
@@ -651,7 +651,7 @@ func TestAutoFallsBackToPread(t *testing.T) {
 			t.Fatalf("Kind IOUring with %v: %v", errno, err)
 		}
 	}
-	newRing = func(uint32) (*ring.Ring, error) { return nil, &ring.Error{Op: "setup", Err: unix.EFAULT} }
+	newRing = func(uint32, []uint32) (*ring.Ring, error) { return nil, &ring.Error{Op: "setup", Err: unix.EFAULT} }
 	if _, err := New(Options{Kind: Auto}); !errors.Is(err, unix.EFAULT) {
 		t.Fatalf("Auto must not hide a non-fallback error: %v", err)
 	}
@@ -844,4 +844,26 @@ func TestResubmitOnlyInsideHandler(t *testing.T) {
 			t.Fatal("slots not released")
 		}
 	}
+}
+
+func TestRingFlagsLadder(t *testing.T) {
+	e := newEngine(t, Options{Kind: IOUring, RingFlags: []uint32{ring.SetupDeferTaskrun, ring.SetupSingleIssuer | ring.SetupCoopTaskrun}})
+	if got := e.Info().SetupFlags; got != "COOP_TASKRUN|SINGLE_ISSUER" {
+		t.Fatalf("SetupFlags %q", got)
+	}
+	data := content(9000)
+	f, err := e.Open(writeFile(t, data, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.NewQueue(QueueOptions{})
+	if err := q.Submit(context.Background(), []Request{{File: f, Off: 17, Len: 8000, Tag: 3, Worker: -1}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompletion(t, c, data, map[uint64]int{3: 8000})
+	c.Release()
 }

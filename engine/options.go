@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"os"
+
+	"github.com/pagefeed/pagefeed/ring"
 )
 
 // Limits and defaults of Options.
@@ -55,6 +57,9 @@ func (o Options) fill() (Options, error) {
 		if len(set) == 0 {
 			return o, fmt.Errorf("engine: CPUSets[%d] is empty", i)
 		}
+	}
+	if len(o.RingFlags) == 0 {
+		o.RingFlags = ring.Ladder
 	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) {

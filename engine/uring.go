@@ -49,7 +49,7 @@ func (w *worker) teardown() {
 
 func (w *worker) setupRing() error {
 	e, o := w.e, w.e.opts
-	r, err := newRing(uint32(o.QueueDepth))
+	r, err := newRing(uint32(o.QueueDepth), o.RingFlags)
 	if err != nil {
 		return &Error{Op: "io_uring setup", Err: err}
 	}

@@ -62,7 +62,7 @@ const efdUserData = ^uint64(0)
 // Hooks for io_uring setup and buffer registration; tests replace them to
 // force the fallbacks.
 var (
-	newRing         = ring.New
+	newRing         = ring.NewLadder
 	registerBuffers = (*ring.Ring).RegisterBuffers
 )
 

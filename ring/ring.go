@@ -78,9 +78,16 @@ var Ladder = []uint32{
 // New sets up a ring with at least entries SQ entries (the kernel rounds up
 // to a power of two; the CQ gets twice as many), trying each rung of Ladder
 // in turn. Flags reports which took.
-func New(entries uint32) (*Ring, error) {
+func New(entries uint32) (*Ring, error) { return NewLadder(entries, Ladder) }
+
+// NewLadder is New with the given ladder of setup flags; the first rung the
+// kernel accepts wins, and only EINVAL moves on to the next.
+func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
+	if len(ladder) == 0 {
+		return nil, &Error{Op: "setup", Err: unix.EINVAL}
+	}
 	var err error
-	for _, f := range Ladder {
+	for _, f := range ladder {
 		var r *Ring
 		r, err = NewWithFlags(entries, f)
 		if err == nil {

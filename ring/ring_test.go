@@ -387,3 +387,23 @@ func TestSubmitThenReapWithoutWaiting(t *testing.T) {
 		t.Fatalf("reaped %d of 4", got)
 	}
 }
+
+func TestNewLadderDropsRefusedRungs(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// DEFER_TASKRUN without SINGLE_ISSUER is refused with EINVAL.
+	r, err := NewLadder(4, []uint32{SetupDeferTaskrun, SetupCoopTaskrun, 0})
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	defer r.Close()
+	if r.Flags() != SetupCoopTaskrun && r.Flags() != 0 {
+		t.Fatalf("took %s", FlagsString(r.Flags()))
+	}
+	if _, err := NewLadder(4, []uint32{SetupDeferTaskrun}); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("only a refused rung: %v", err)
+	}
+	if _, err := NewLadder(4, nil); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("empty ladder: %v", err)
+	}
+}
