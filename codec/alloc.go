@@ -16,7 +16,8 @@ import (
 // goroutine than the one that decoded them).
 type PoolAllocator struct {
 	classes [maxClass + 1]poolClass
-	// MaxPerClass bounds how many free buffers each class keeps; 0 means 32.
+	// MaxPerClass bounds how many free buffers each class keeps; 0 means
+	// 32. A class also keeps at most 64 MiB (and at least 2 buffers).
 	MaxPerClass int
 }
 
@@ -90,6 +91,13 @@ func (p *PoolAllocator) Free(b []byte) {
 	max := p.MaxPerClass
 	if max <= 0 {
 		max = 32
+	}
+	// keep at most 64 MiB of free buffers per class
+	if byBytes := (64 << 20) >> k; byBytes < max {
+		max = byBytes
+		if max < 2 {
+			max = 2
+		}
 	}
 	pc := &p.classes[k]
 	pc.mu.Lock()

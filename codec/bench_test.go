@@ -2,13 +2,16 @@ package codec
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sys/unix"
 )
 
 // benchPages are the data pages of a list<int32> token column written by
@@ -147,4 +150,82 @@ func BenchmarkParsePageHeader(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkListInt32Ratio decodes each page three ways in the same
+// iteration (decompression alone, the general path, the consumer-buffer
+// path) and reports each one's throughput per core and the ratios to
+// decompression alone. Each phase is timed in CPU time of the (locked)
+// thread, so that on a shared, loaded machine time spent descheduled is
+// not charged to whichever phase it fell in; interleaving makes all three
+// see the same cache and frequency conditions.
+func BenchmarkListInt32Ratio(b *testing.B) {
+	codecs := []struct {
+		name string
+		c    compress.Compression
+	}{{"zstd", compress.Codecs.Zstd}, {"snappy", compress.Codecs.Snappy}, {"none", compress.Codecs.Uncompressed}}
+	for _, size := range []int{8 << 10, 64 << 10, 1 << 20} {
+		for _, cc := range codecs {
+			b.Run(fmt.Sprintf("%dKiB/%s", size>>10, cc.name), func(b *testing.B) {
+				bp := loadBench(b, size, cc.c)
+				zd, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+				defer zd.Close()
+				buf := make([]byte, 0, 2*size+(1<<20))
+				d := NewDecoder(Options{})
+				defer d.Close()
+				values, offsets := make([]int32, bp.maxNV), make([]int32, bp.maxNV+1)
+				var tDec, tGen, tInto time.Duration
+				var bytes int64
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					k := i % len(bp.pages)
+					t0 := threadTime()
+					var err error
+					switch cc.c {
+					case compress.Codecs.Zstd:
+						_, err = zd.DecodeAll(bp.bodies[k], buf[:0])
+					case compress.Codecs.Snappy:
+						_, err = snappy.Decode(buf[:cap(buf)], bp.bodies[k])
+					default:
+						copy(buf[:bp.usize[k]], bp.bodies[k])
+					}
+					t1 := threadTime()
+					pg, err2 := d.DecodePage(bp.chunk, nil, bp.pages[k], bp.offs[k])
+					if err2 == nil {
+						pg.Release()
+					}
+					t2 := threadTime()
+					_, err3 := d.DecodeListInt32Into(bp.chunk, nil, bp.pages[k], bp.offs[k], values, offsets)
+					t3 := threadTime()
+					if err != nil || err2 != nil || err3 != nil {
+						b.Fatal(err, err2, err3)
+					}
+					tDec += t1 - t0
+					tGen += t2 - t1
+					tInto += t3 - t2
+					bytes += int64(bp.usize[k])
+				}
+				mbs := func(t time.Duration) float64 { return float64(bytes) / t.Seconds() / 1e6 }
+				b.ReportMetric(mbs(tDec), "decompress-MB/s")
+				b.ReportMetric(mbs(tGen), "general-MB/s")
+				b.ReportMetric(mbs(tInto), "into-MB/s")
+				b.ReportMetric(float64(b.N)/tGen.Seconds(), "general-pages/s")
+				b.ReportMetric(float64(b.N)/tInto.Seconds(), "into-pages/s")
+				b.ReportMetric(tDec.Seconds()/tGen.Seconds(), "general/decompress")
+				b.ReportMetric(tDec.Seconds()/tInto.Seconds(), "into/decompress")
+			})
+		}
+	}
+}
+
+// threadTime is the CPU time the calling thread has used.
+func threadTime() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
 }

@@ -140,6 +140,7 @@ type Decoder struct {
 	vals       values
 	idx        []int32 // dictionary indices
 	bits       []byte  // validity scratch
+	repB, defB []byte  // level streams of the page intoPrologue loaded
 }
 
 // spanBuf holds one page's decompressed bytes for as long as values decoded

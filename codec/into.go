@@ -1,6 +1,9 @@
 package codec
 
 import (
+	"encoding/binary"
+	"math/bits"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
 )
@@ -40,6 +43,9 @@ func (d *Decoder) DecodeInt32Into(c *Chunk, dict *Dictionary, pageBytes []byte, 
 	if len(dst) < nl {
 		return res, c.err("decode", off, kindf(ErrShortBuffer, "page has %d values, buffer holds %d", nl, len(dst)))
 	}
+	if err := d.materialize(c, nl); err != nil {
+		return res, c.err("decode", off, err)
+	}
 	maxDef := c.Descr.MaxDefinitionLevel()
 	if n := countDefined(d.defs[:nl], maxDef); n != nl {
 		return res, c.err("decode", off, kindf(ErrUnsupported, "page holds %d nulls; use DecodePage", nl-n))
@@ -71,6 +77,29 @@ func (d *Decoder) DecodeListInt32Into(c *Chunk, dict *Dictionary, pageBytes []by
 	p := d.plans[c.Descr]
 	list := p.path[0].LevelInfo
 	maxDef := c.Descr.MaxDefinitionLevel()
+	if list.RepLevel == 1 && c.Descr.MaxRepetitionLevel() == 1 && singleRun(d.defB, nl, maxDef) {
+		// Every level holds a value (no empty or null lists, no null
+		// elements), so the value index is the level index and only the
+		// row starts are needed: scan the repetition bits for zeros.
+		rows, lead, err := rowStarts(d.repB, nl, offsets[:nl+1])
+		if err != nil {
+			return res, c.err("decode", off, err)
+		}
+		offsets[rows] = int32(nl)
+		if err := d.valuesInto(&h, dict, vb, nl, values); err != nil {
+			return res, c.err("decode", off, err)
+		}
+		res.Rows, res.Values = rows, nl
+		res.LeadingLevels, res.LeadingValues = lead, lead
+		res.LastRowMayContinue = lead < nl && h.Type == DataPage
+		if rows == 0 {
+			offsets[0] = int32(nl)
+		}
+		return res, nil
+	}
+	if err := d.materialize(c, nl); err != nil {
+		return res, c.err("decode", off, err)
+	}
 	defs, reps := d.defs[:nl], d.reps[:nl]
 	lead := firstRowStart(reps)
 	// Every level must be a present value or an empty list: null lists and
@@ -165,13 +194,22 @@ func (d *Decoder) intoPrologue(c *Chunk, dict *Dictionary, pageBytes []byte, dep
 		return h, 0, nil, err
 	}
 	nl = int(h.NumValues())
-	d.growLevels(nl)
 	maxRep, maxDef := c.Descr.MaxRepetitionLevel(), c.Descr.MaxDefinitionLevel()
-	vb, err := decodeLevels(&h, page, maxRep, maxDef, d.reps[:nl], d.defs[:nl])
+	repB, defB, vb, err := levelStreams(&h, page, maxRep, maxDef)
 	if err != nil {
 		return h, 0, nil, err
 	}
+	d.repB, d.defB = repB, defB
 	return h, nl, vb, nil
+}
+
+// materialize decodes the levels intoPrologue found into the scratch.
+func (d *Decoder) materialize(c *Chunk, nl int) error {
+	d.growLevels(nl)
+	if err := levelsInto(d.repB, c.Descr.MaxRepetitionLevel(), d.reps[:nl]); err != nil {
+		return err
+	}
+	return levelsInto(d.defB, c.Descr.MaxDefinitionLevel(), d.defs[:nl])
 }
 
 // valuesInto decodes n int32 values of a PLAIN or dictionary-encoded page
@@ -194,3 +232,102 @@ func (d *Decoder) valuesInto(h *PageHeader, dict *Dictionary, b []byte, n int, d
 }
 
 var errNullInto = kindf(ErrUnsupported, "page holds null lists or elements; use DecodePage")
+
+// singleRun reports whether an RLE level stream starts with one run of
+// value v covering all n levels.
+func singleRun(b []byte, n int, v int16) bool {
+	h, k := binary.Uvarint(b)
+	if k <= 0 || h&1 != 0 || h>>1 < uint64(n) {
+		return false
+	}
+	bw := bitWidth(int(v))
+	vbytes := (bw + 7) / 8
+	if len(b) < k+vbytes {
+		return false
+	}
+	var got uint32
+	for i := 0; i < vbytes; i++ {
+		got |= uint32(b[k+i]) << (8 * i)
+	}
+	return got == uint32(v)
+}
+
+// rowStarts scans n one-bit repetition levels (RLE/bit-packed hybrid) and
+// writes the index of every level 0 (a row start) to offs. It returns the
+// number of row starts and the index of the first (n when there is none).
+func rowStarts(b []byte, n int, offs []int32) (rows, first int, err error) {
+	pos, i := 0, 0
+	for i < n {
+		h, k := binary.Uvarint(b[pos:])
+		if k <= 0 {
+			return 0, 0, wrapKind(ErrCorrupt, errRLETruncated, "repetition levels")
+		}
+		pos += k
+		if h&1 == 0 {
+			if pos >= len(b) {
+				return 0, 0, wrapKind(ErrCorrupt, errRLETruncated, "repetition levels")
+			}
+			v := b[pos]
+			pos++
+			m := n - i
+			if h>>1 < uint64(m) {
+				m = int(h >> 1)
+			}
+			switch v {
+			case 0:
+				for q := 0; q < m; q++ {
+					offs[rows] = int32(i + q)
+					rows++
+				}
+			case 1:
+			default:
+				return 0, 0, wrapKind(ErrCorrupt, errRLEValue, "repetition levels")
+			}
+			i += m
+			continue
+		}
+		groups := h >> 1
+		if groups > uint64(len(b)) {
+			groups = uint64(len(b))
+		}
+		m := n - i
+		if int(groups)*8 < m {
+			m = int(groups) * 8
+		}
+		need := (m + 7) / 8
+		if pos+need > len(b) {
+			return 0, 0, wrapKind(ErrCorrupt, errRLETruncated, "repetition levels")
+		}
+		data := b[pos : pos+need]
+		for base := 0; base < m; base += 64 {
+			var w uint64
+			if len(data) >= base/8+8 {
+				w = binary.LittleEndian.Uint64(data[base/8:])
+			} else {
+				for q := 0; base/8+q < len(data); q++ {
+					w |= uint64(data[base/8+q]) << (8 * q)
+				}
+			}
+			z := ^w
+			if left := m - base; left < 64 {
+				z &= 1<<uint(left) - 1
+			}
+			for z != 0 {
+				offs[rows] = int32(i + base + bits.TrailingZeros64(z))
+				rows++
+				z &= z - 1
+			}
+		}
+		i += m
+		if int(groups) > len(b)-pos {
+			pos = len(b)
+		} else {
+			pos += int(groups)
+		}
+	}
+	first = n
+	if rows > 0 {
+		first = int(offs[0])
+	}
+	return rows, first, nil
+}

@@ -110,3 +110,55 @@ func TestRLEDecode(t *testing.T) {
 		})
 	}
 }
+
+// TestRowStarts checks the repetition-bit scanner against decoding the
+// levels and looking for zeros, on random hybrid streams.
+func TestRowStarts(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	for iter := 0; iter < 500; iter++ {
+		// build a stream of random runs
+		var b []byte
+		n := 0
+		for k := r.Intn(6) + 1; k > 0; k-- {
+			if r.Intn(2) == 0 {
+				cnt := r.Intn(300) + 1
+				b = append(b, byte(cnt<<1&0x7f|0x80), byte(cnt>>6), byte(r.Intn(2)))
+				n += cnt
+			} else {
+				groups := r.Intn(20) + 1
+				b = append(b, byte(groups<<1|1))
+				for g := 0; g < groups; g++ {
+					b = append(b, byte(r.Intn(256)))
+				}
+				n += groups * 8
+			}
+		}
+		want := make([]int16, n)
+		if err := rleDecode(b, 1, n, 1, want); err != nil {
+			t.Fatal(err)
+		}
+		offs := make([]int32, n+1)
+		rows, first, err := rowStarts(b, n, offs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for i, v := range want {
+			if v == 0 {
+				if k >= rows || int(offs[k]) != i {
+					t.Fatalf("iter %d: row start %d at level %d missing (got %v)", iter, k, i, offs[:rows])
+				}
+				k++
+			}
+		}
+		if k != rows {
+			t.Fatalf("iter %d: %d row starts, want %d", iter, rows, k)
+		}
+		if (rows == 0 && first != n) || (rows > 0 && first != int(offs[0])) {
+			t.Fatalf("iter %d: first %d", iter, first)
+		}
+	}
+	if _, _, err := rowStarts([]byte{0x04, 0x02}, 2, make([]int32, 3)); err == nil {
+		t.Error("repetition level 2 in a one-bit stream accepted")
+	}
+}

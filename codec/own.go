@@ -66,41 +66,48 @@ func (d *Decoder) ownDecode(c *Chunk, dict *Dictionary, h *PageHeader, page []by
 // level whose maximum is 0 is all zeros) and returns the value bytes that
 // follow them.
 func decodeLevels(h *PageHeader, page []byte, maxRep, maxDef int16, reps, defs []int16) ([]byte, error) {
+	repB, defB, vals, err := levelStreams(h, page, maxRep, maxDef)
+	if err != nil {
+		return nil, err
+	}
+	if err := levelsInto(repB, maxRep, reps); err != nil {
+		return nil, err
+	}
+	if err := levelsInto(defB, maxDef, defs); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// levelStreams splits a page into its RLE repetition and definition level
+// streams and its value bytes.
+func levelStreams(h *PageHeader, page []byte, maxRep, maxDef int16) (repB, defB, vals []byte, err error) {
 	if h.Type == DataPageV2 {
 		rl, dl := int(h.V2.RepLevelsLen), int(h.V2.DefLevelsLen)
-		if err := levelsInto(page[:rl], maxRep, reps); err != nil {
-			return nil, err
-		}
-		if err := levelsInto(page[rl:rl+dl], maxDef, defs); err != nil {
-			return nil, err
-		}
-		return page[rl+dl:], nil
+		return page[:rl], page[rl : rl+dl], page[rl+dl:], nil
 	}
-	for _, lv := range [2]struct {
+	var out [2][]byte
+	for k, lv := range [2]struct {
 		max int16
 		enc int32
-		out []int16
-	}{{maxRep, h.Data.RepEncoding, reps}, {maxDef, h.Data.DefEncoding, defs}} {
+	}{{maxRep, h.Data.RepEncoding}, {maxDef, h.Data.DefEncoding}} {
 		if lv.max == 0 {
-			clear(lv.out)
 			continue
 		}
 		if lv.enc != int32(parquet.Encodings.RLE) {
-			return nil, kindf(ErrUnsupported, "level encoding %s", encName(parquet.Encoding(lv.enc)))
+			return nil, nil, nil, kindf(ErrUnsupported, "level encoding %s", encName(parquet.Encoding(lv.enc)))
 		}
 		if len(page) < 4 {
-			return nil, kindf(ErrCorrupt, "levels truncated")
+			return nil, nil, nil, kindf(ErrCorrupt, "levels truncated")
 		}
 		n := int(binary.LittleEndian.Uint32(page))
 		if n < 0 || n > len(page)-4 {
-			return nil, kindf(ErrCorrupt, "levels of %d bytes overrun the page", n)
+			return nil, nil, nil, kindf(ErrCorrupt, "levels of %d bytes overrun the page", n)
 		}
-		if err := levelsInto(page[4:4+n], lv.max, lv.out); err != nil {
-			return nil, err
-		}
+		out[k] = page[4 : 4+n]
 		page = page[4+n:]
 	}
-	return page, nil
+	return out[0], out[1], page, nil
 }
 
 // levelsInto decodes RLE levels (all zero when max is 0).
