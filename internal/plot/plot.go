@@ -1,0 +1,209 @@
+// Package plot draws pagefeed's experiment charts (line charts of a metric
+// against a parameter, one line per series; bar charts of one value per
+// label) with gonum.org/v1/plot and writes each as SVG and PNG.
+//
+// Charts are small value types; Save is safe to call from several
+// goroutines on different charts. Nothing here panics on bad data: empty
+// charts, mismatched series and non-finite or (on log axes) non-positive
+// values are errors naming the chart and the series.
+package plot
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+
+	gplot "gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// ErrData reports data a chart cannot show.
+var ErrData = errors.New("plot: bad chart data")
+
+// Size of saved charts: 7×4.5 in, 96 dpi for PNG (672×432 px).
+const (
+	width  = 7 * vg.Inch
+	height = 4.5 * vg.Inch
+)
+
+// Series is one line of a Chart: points (X[i], Y[i]) joined in order.
+type Series struct {
+	Label string
+	X, Y  []float64
+}
+
+// Chart is a line chart. LogX and LogY put the axis on a log scale (every
+// value must then be > 0). Title and axis labels should carry units, e.g.
+// "bandwidth (MiB/s)".
+type Chart struct {
+	Title          string
+	XLabel, YLabel string
+	LogX, LogY     bool
+	Series         []Series
+}
+
+// Bars is a bar chart: one bar per label, in order, with its value.
+type Bars struct {
+	Title  string
+	YLabel string
+	Labels []string
+	Values []float64
+}
+
+// palette is colour-blind friendly (Okabe–Ito) so lines stay apart.
+var palette = []color.Color{
+	color.RGBA{0, 114, 178, 255},
+	color.RGBA{213, 94, 0, 255},
+	color.RGBA{0, 158, 115, 255},
+	color.RGBA{204, 121, 167, 255},
+	color.RGBA{230, 159, 0, 255},
+	color.RGBA{86, 180, 233, 255},
+	color.RGBA{0, 0, 0, 255},
+	color.RGBA{240, 228, 66, 255},
+}
+
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{},
+	draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{},
+}
+
+func (c *Chart) validate() error {
+	if len(c.Series) == 0 {
+		return fmt.Errorf("%w: chart %q has no series", ErrData, c.Title)
+	}
+	for _, s := range c.Series {
+		if len(s.X) != len(s.Y) {
+			return fmt.Errorf("%w: chart %q series %q: %d x values, %d y values", ErrData, c.Title, s.Label, len(s.X), len(s.Y))
+		}
+		if len(s.X) == 0 {
+			return fmt.Errorf("%w: chart %q series %q has no points", ErrData, c.Title, s.Label)
+		}
+		for i := range s.X {
+			if bad(s.X[i], c.LogX) || bad(s.Y[i], c.LogY) {
+				return fmt.Errorf("%w: chart %q series %q point %d (%g, %g) is not finite or not positive on a log axis",
+					ErrData, c.Title, s.Label, i, s.X[i], s.Y[i])
+			}
+		}
+	}
+	return nil
+}
+
+func bad(v float64, log bool) bool {
+	return math.IsNaN(v) || math.IsInf(v, 0) || (log && v <= 0)
+}
+
+func (c *Chart) build() (*gplot.Plot, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	p := gplot.New()
+	p.Title.Text = c.Title
+	p.X.Label.Text = c.XLabel
+	p.Y.Label.Text = c.YLabel
+	if c.LogX {
+		p.X.Scale = gplot.LogScale{}
+		p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
+	}
+	if c.LogY {
+		p.Y.Scale = gplot.LogScale{}
+		p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+	}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for i, s := range c.Series {
+		xys := make(plotter.XYs, len(s.X))
+		for k := range s.X {
+			xys[k].X, xys[k].Y = s.X[k], s.Y[k]
+		}
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			return nil, fmt.Errorf("%w: chart %q series %q: %v", ErrData, c.Title, s.Label, err)
+		}
+		col := palette[i%len(palette)]
+		l.Color = col
+		l.Width = vg.Points(1.5)
+		pts.Color = col
+		pts.Shape = glyphs[i%len(glyphs)]
+		p.Add(l, pts)
+		p.Legend.Add(s.Label, l, pts)
+	}
+	return p, nil
+}
+
+// Save writes the chart to base+".svg" and base+".png", creating base's
+// folder if needed.
+func (c *Chart) Save(base string) error {
+	p, err := c.build()
+	if err != nil {
+		return err
+	}
+	return save(p, base)
+}
+
+// Save writes the bar chart to base+".svg" and base+".png".
+func (b *Bars) Save(base string) error {
+	if len(b.Labels) == 0 || len(b.Labels) != len(b.Values) {
+		return fmt.Errorf("%w: bar chart %q: %d labels, %d values", ErrData, b.Title, len(b.Labels), len(b.Values))
+	}
+	for i, v := range b.Values {
+		if bad(v, false) {
+			return fmt.Errorf("%w: bar chart %q: %s = %g", ErrData, b.Title, b.Labels[i], v)
+		}
+	}
+	p := gplot.New()
+	p.Title.Text = b.Title
+	p.Y.Label.Text = b.YLabel
+	p.Add(plotter.NewGrid())
+	bars, err := plotter.NewBarChart(plotter.Values(b.Values), vg.Points(28))
+	if err != nil {
+		return fmt.Errorf("%w: bar chart %q: %v", ErrData, b.Title, err)
+	}
+	bars.Color = palette[0]
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.NominalX(b.Labels...)
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: barTops(b.Values), Labels: fmtValues(b.Values)})
+	if err == nil {
+		lbl.Offset = vg.Point{X: -vg.Points(10), Y: vg.Points(3)}
+		p.Add(lbl)
+	}
+	p.Y.Min = math.Min(0, p.Y.Min)
+	p.Y.Max *= 1.1 // room for the value labels
+	return save(p, base)
+}
+
+func barTops(vs []float64) plotter.XYs {
+	xys := make(plotter.XYs, len(vs))
+	for i, v := range vs {
+		xys[i].X, xys[i].Y = float64(i), v
+	}
+	return xys
+}
+
+func fmtValues(vs []float64) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = fmt.Sprintf("%.3g", v)
+	}
+	return out
+}
+
+func save(p *gplot.Plot, base string) error {
+	if dir := filepath.Dir(base); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+	}
+	for _, ext := range []string{".svg", ".png"} {
+		if err := p.Save(width, height, base+ext); err != nil {
+			return fmt.Errorf("plot: writing %s: %w", base+ext, err)
+		}
+	}
+	return nil
+}
