@@ -172,6 +172,13 @@ type Config struct {
 	// of the same dataset and seed.
 	Resume *State
 
+	// SkipBadPages drops a unit (a page, row or row group) whose read
+	// fails for good or whose page is corrupt, instead of failing the
+	// epoch (the default). Each drop is counted in Stats.SkippedPages,
+	// listed by Loader.Skipped with its file and offset, and noticed
+	// through Logf; the rest of the epoch is delivered exactly once.
+	SkipBadPages bool
+
 	// Logf receives notices; default stderr.
 	Logf func(format string, args ...any)
 }

@@ -26,6 +26,8 @@ type unit struct {
 	keep  int
 	got   atomic.Int32
 	comps []*engine.Completion
+	data  [][]byte // page bytes, from comps or a synchronous read
+	offs  []int64
 	pages []*codec.Page
 	err   error
 }
@@ -44,7 +46,6 @@ type fetchBatch struct {
 	landed atomic.Int32
 	left   atomic.Int32
 	done   chan struct{} // one token when the last unit lands
-	step   chan struct{} // ordered fetch: one token per unit
 	mu     sync.Mutex
 	err    error
 }
@@ -140,6 +141,10 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 			case <-ctx.Done():
 				l.free <- fb
 				return
+			}
+			if l.cfg.Fetch == Ordered {
+				l.fetchOrdered(fb)
+				continue
 			}
 			if err := l.submit(ctx, fb, reqs); err != nil {
 				if !errors.Is(err, context.Canceled) {
@@ -242,7 +247,7 @@ func (l *Loader) prepareChunk(c int) error {
 }
 
 // submit issues the reads of fb: dictionaries first, then every page at
-// once (unordered) or one unit at a time (ordered).
+// once.
 func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Request) error {
 	for i := range fb.units[:fb.n] {
 		if err := l.ensureDict(ctx, fb.units[i].chunk); err != nil {
@@ -257,17 +262,6 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 		for k := 0; k < u.n; k++ {
 			loc := l.ix.Locate(0, u.first+k)
 			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: -1})
-		}
-		if l.cfg.Fetch == Ordered {
-			if err := l.pageQ.Submit(ctx, reqs); err != nil {
-				return err
-			}
-			reqs = reqs[:0]
-			select {
-			case <-fb.step:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
 		}
 	}
 	if len(reqs) > 0 {
@@ -309,19 +303,24 @@ func (l *Loader) decodeUnit(fb *fetchBatch, u *unit, w int) {
 	l.finishUnit(fb, u, l.decodeWith(l.decs[w], u, nil))
 }
 
-// decodeWith decodes u's pages and releases their slots.
-func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary) (err error) {
+// decodeWith decodes u's landed reads and releases their slots.
+func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary) error {
 	defer u.releaseComps()
-	for _, c := range u.comps[:u.n] {
+	for k, c := range u.comps[:u.n] {
 		if c.Err != nil {
 			return c.Err
 		}
+		u.data[k], u.offs[k] = c.Data, c.Off
 	}
+	return l.decodePages(dec, u, dict, preadFile)
+}
+
+// decodePages decodes the pages of u held in u.data; read fetches pages
+// beyond the unit when a row runs past them.
+func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary, read readFunc) (err error) {
 	ch := l.chunks[u.chunk]
 	end := l.chunkEnd(u.chunk)
 	rep := l.ix.Column(0).Descr.MaxRepetitionLevel() > 0
-	var bufs [][]byte
-	var offs []int64
 	for k := 0; k < u.keep; k++ {
 		// Decode page k with as many of the unit's following pages as its
 		// last row needs: one more where rows may cross pages, growing
@@ -336,11 +335,7 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 		}
 		var p *codec.Page
 		for {
-			bufs, offs = bufs[:0], offs[:0]
-			for i := k; i < k+m; i++ {
-				bufs, offs = append(bufs, u.comps[i].Data), append(offs, u.comps[i].Off)
-			}
-			if p, err = dec.DecodeSpan(ch, dict, bufs, offs); err != nil {
+			if p, err = dec.DecodeSpan(ch, dict, u.data[k:k+m], u.offs[k:k+m]); err != nil {
 				return err
 			}
 			if aligned || !p.LastRowMayContinue() || u.first+k+m >= end {
@@ -351,7 +346,7 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 				m++
 				continue
 			}
-			if p, err = l.slowSpan(dec, u, k, dict, p); err != nil {
+			if p, err = l.slowSpan(dec, u, k, dict, p, read); err != nil {
 				return err
 			}
 			break
@@ -370,15 +365,12 @@ func (l *Loader) chunkEnd(c int) int {
 
 // finishUnit records a landed unit.
 func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
-	if err != nil {
+	if err != nil && !l.skip(fb, u, err) {
 		u.err = err
 		fb.fail(err)
 	}
 	i := fb.landed.Add(1) - 1
 	fb.order[i] = int32(u.idx)
-	if l.cfg.Fetch == Ordered {
-		fb.step <- struct{}{}
-	}
 	if fb.left.Add(-1) == 0 {
 		fb.done <- struct{}{}
 	}

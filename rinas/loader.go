@@ -29,6 +29,7 @@ type Stats struct {
 	Batches      int64
 	Dictionaries int64 // dictionary pages read
 	SlowReads    int64 // continuation pages read synchronously (rows longer than two pages)
+	SkippedPages int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
 	IndexBuildNs int64
 }
 
@@ -48,6 +49,8 @@ type Loader struct {
 	chunks []*codec.Chunk // lazily made by the producer
 	decs   []*codec.Decoder
 	syncD  *codec.Decoder // the consumer goroutine's, for resume and slow reads
+	prodD  *codec.Decoder // the producer's (ordered fetch)
+	direct *directReader  // the producer's synchronous reads (ordered fetch)
 	pageQ  *engine.Queue
 	dictQ  *engine.Queue
 	dicts  dictCache
@@ -78,6 +81,7 @@ type Loader struct {
 
 	stats Stats
 	sa    struct{ pages, disk, decoded, dicts, slow atomic.Int64 }
+	skips skipLog // Config.SkipBadPages
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
@@ -242,6 +246,28 @@ func (l *Loader) openEngine() error {
 		l.decs[i] = codec.NewDecoder(codec.Options{})
 	}
 	l.syncD = codec.NewDecoder(codec.Options{})
+	if l.cfg.Fetch == Ordered {
+		l.prodD = codec.NewDecoder(codec.Options{})
+		span := 0
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			ci := l.ix.Chunk(0, c)
+			span = max(span, int(ci.DictSize))
+			end := ci.FirstPage + ci.NumPages
+			for g := ci.FirstPage; g < end; g++ {
+				// A unit spans its pages: up to unitMax from g (a whole
+				// chunk for row groups).
+				last := l.ix.Locate(0, min(g+l.unitMax, end)-1)
+				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(0, g).Offset))
+				if l.cfg.Shuffle == ShuffleRowGroup {
+					break
+				}
+			}
+		}
+		var err error
+		if l.direct, err = newDirectReader(span); err != nil {
+			return err
+		}
+	}
 	l.files = make([]*engine.File, l.ix.NumFiles())
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
 	l.dicts.init()
@@ -256,9 +282,11 @@ func (l *Loader) openEngine() error {
 	l.ready = make(chan *fetchBatch, nfb+1)
 	for i := 0; i < nfb; i++ {
 		fb := &fetchBatch{id: i, units: make([]unit, l.cfg.BatchPages), order: make([]int32, l.cfg.BatchPages),
-			done: make(chan struct{}, 1), step: make(chan struct{}, 1)}
+			done: make(chan struct{}, 1)}
 		for u := range fb.units {
 			fb.units[u].comps = make([]*engine.Completion, l.unitMax)
+			fb.units[u].data = make([][]byte, l.unitMax)
+			fb.units[u].offs = make([]int64, l.unitMax)
 		}
 		l.fbs = append(l.fbs, fb)
 		l.free <- fb
@@ -476,6 +504,7 @@ func (l *Loader) Stats() Stats {
 	s.DecodedBytes = l.sa.decoded.Load()
 	s.Dictionaries = l.sa.dicts.Load()
 	s.SlowReads = l.sa.slow.Load()
+	s.SkippedPages = l.skips.n.Load()
 	return s
 }
 
@@ -529,6 +558,12 @@ func (l *Loader) closeAll() error {
 	}
 	if l.syncD != nil {
 		l.syncD.Close()
+	}
+	if l.prodD != nil {
+		l.prodD.Close()
+	}
+	if l.direct != nil {
+		l.direct.close()
 	}
 	return errors.Join(errs...)
 }

@@ -380,25 +380,28 @@ func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
 	return d, nil
 }
 
+// readFunc reads n bytes at off of path (the slow paths).
+type readFunc func(path string, off int64, n int) ([]byte, error)
+
 // slowSpan completes page k of u, whose last row runs past the pages read,
 // with synchronous reads of the pages that follow (rows longer than a page).
-func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictionary, p *codec.Page) (*codec.Page, error) {
+func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictionary, p *codec.Page, read readFunc) (*codec.Page, error) {
 	p.Release()
 	l.sa.slow.Add(1)
 	ch := l.chunks[u.chunk]
 	var bufs [][]byte
 	var offs []int64
 	for i := k; i < u.n; i++ {
-		bufs, offs = append(bufs, slices.Clone(u.comps[i].Data)), append(offs, u.comps[i].Off)
+		bufs, offs = append(bufs, slices.Clone(u.data[i])), append(offs, u.offs[i])
 	}
 	end := l.chunkEnd(u.chunk)
 	for g := u.first + u.n; g < end && len(bufs) < 64; g++ {
 		loc := l.ix.Locate(0, g)
-		b, err := preadFile(ch.Path, loc.Offset, int(loc.Size))
+		b, err := read(ch.Path, loc.Offset, int(loc.Size))
 		if err != nil {
 			return nil, err
 		}
-		bufs, offs = append(bufs, b), append(offs, loc.Offset)
+		bufs, offs = append(bufs, slices.Clone(b)), append(offs, loc.Offset)
 		q, err := dec.DecodeSpan(ch, dict, bufs, offs)
 		if err != nil {
 			return nil, err
