@@ -94,7 +94,7 @@ func (d *decompressors) decompress(codec compress.Compression, dst, src []byte) 
 		}
 		return readExact(d.br, dst)
 	case compress.Codecs.Lz4Raw:
-		n, err := lz4.UncompressBlock(src, dst)
+		n, err := lz4Block(src, dst)
 		if err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func (d *decompressors) lz4Hadoop(dst, src []byte) error {
 			return nil
 		}
 	}
-	n, err := lz4.UncompressBlock(src, dst)
+	n, err := lz4Block(src, dst)
 	if err != nil {
 		return err
 	}
@@ -137,6 +137,21 @@ func (d *decompressors) lz4Hadoop(dst, src []byte) error {
 		return errSizeMismatch
 	}
 	return nil
+}
+
+// lz4Block decodes one raw LZ4 block. pierrec/lz4's assembly dereferences
+// a nil destination (found by FuzzDecodePage), so an empty one is replaced
+// by a small scratch buffer.
+func lz4Block(src, dst []byte) (int, error) {
+	if len(dst) == 0 {
+		var tmp [64]byte
+		n, err := lz4.UncompressBlock(src, tmp[:])
+		if err == nil && n != 0 {
+			return n, errSizeMismatch
+		}
+		return n, err
+	}
+	return lz4.UncompressBlock(src, dst)
 }
 
 func tryHadoopLZ4(dst, src []byte) bool {
@@ -151,7 +166,7 @@ func tryHadoopLZ4(dst, src []byte) bool {
 		if csize > len(src) || usize > len(dst)-out || usize < 0 || csize < 0 {
 			return false
 		}
-		n, err := lz4.UncompressBlock(src[:csize], dst[out:out+usize])
+		n, err := lz4Block(src[:csize], dst[out:out+usize])
 		if err != nil || n != usize {
 			return false
 		}
