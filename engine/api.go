@@ -47,6 +47,10 @@ type Options struct {
 	RegisterFiles bool                             // register file descriptors with the ring
 	Timestamps    bool                             // fill Completion.SubmitNs and DoneNs (monotonic ns)
 	Logf          func(format string, args ...any) // notices; default: stderr, each once
+	// Faults, when set, rewrites every read attempt's result before the
+	// engine acts on it: fault injection for tests and soak runs (see
+	// FaultInjector). Leave nil in production.
+	Faults FaultInjector
 }
 
 // Info reports what the engine actually set up.

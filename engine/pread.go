@@ -73,7 +73,7 @@ func (w *worker) preadSlot(s *slot) {
 			}
 			res = -int(errno)
 		}
-		if s.advance(res) {
+		if s.advance(w.e.fault(s, res)) {
 			return
 		}
 	}

@@ -33,6 +33,8 @@ type slot struct {
 	want int   // bytes to read into buf (aligned superset, clamped)
 	got  int   // bytes read so far
 	a    int   // alignment kept by resumed reads (1 when buffered)
+	// tries counts transient errors (EINTR, EAGAIN, ECANCELED) in a row.
+	tries int
 }
 
 // check validates req against the engine's slots.
@@ -79,6 +81,7 @@ func (s *slot) setup(q *Queue, req *Request) {
 	}
 	s.a = int(a)
 	s.got = 0
+	s.tries = 0
 	if req.Off >= end {
 		s.aoff, s.head, s.n, s.want = req.Off, 0, 0, 0
 		return
@@ -95,13 +98,14 @@ func (s *slot) setup(q *Queue, req *Request) {
 func (s *slot) advance(res int) (done bool) {
 	if res < 0 {
 		errno := syscall.Errno(-res)
-		switch errno {
-		case unix.EINTR, unix.EAGAIN:
+		if transient(errno) && s.tries < maxTransient {
+			s.tries++
 			return false // read it again
 		}
 		s.fail(errno)
 		return true
 	}
+	s.tries = 0
 	if res == 0 { // end of file: the file shrank since Open
 		s.finish()
 		return true

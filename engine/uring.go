@@ -176,7 +176,7 @@ func (w *worker) loop() {
 			}
 			s := &w.slots[c.UserData]
 			w.inKernel--
-			if s.advance(int(c.Res)) {
+			if s.advance(w.e.fault(s, int(c.Res))) {
 				s.complete()
 				w.done = append(w.done, s)
 			} else {
