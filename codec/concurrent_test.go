@@ -64,7 +64,9 @@ func TestConcurrentDecoders(t *testing.T) {
 						return
 					}
 					if !Equal(pg.Array(), want[i]) {
+						pg.Release()
 						errs <- &Error{Op: "compare", Off: cp.offs[i]}
+						return
 					}
 					a := pg.Array()
 					a.Retain()
