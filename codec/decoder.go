@@ -35,7 +35,7 @@ import (
 // Defaults for Options.
 const (
 	DefaultMaxPageBytes  = 256 << 20
-	DefaultMaxPageValues = 1 << 22
+	DefaultMaxPageValues = 1 << 23
 	maxColStates         = 16
 )
 
@@ -51,8 +51,11 @@ type Options struct {
 	// allocated. Default DefaultMaxPageBytes (256 MiB).
 	MaxPageBytes int
 	// MaxPageValues caps the number of values (levels) a page header may
-	// claim, since RLE levels can claim millions of values in a few bytes.
-	// Default DefaultMaxPageValues (4 Mi).
+	// claim, since RLE levels can claim millions of values in a few bytes
+	// and the Decoder's scratch grows to the claim (about 12 bytes per
+	// value at most). Default DefaultMaxPageValues (8 Mi: a 1 MiB page of
+	// bit-packed booleans; an all-null page of a larger row group needs
+	// more).
 	MaxPageValues int
 	// Mem allocates the buffers of returned Arrow arrays. Default
 	// DefaultAllocator, a PoolAllocator that reuses the buffers of released
