@@ -1,0 +1,243 @@
+package rinas
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/gen"
+	"golang.org/x/sys/unix"
+)
+
+var (
+	faultDSOnce sync.Once
+	faultDS     dataset
+	faultDSErr  error
+)
+
+// manyPages returns a dataset of a few hundred small pages (the shared
+// ones have a handful), generated once under the shared datasets' folder
+// so TestZZCleanup removes it.
+func manyPages(t *testing.T) dataset {
+	t.Helper()
+	testDataset(t, "v2") // makes dsDir
+	faultDSOnce.Do(func() {
+		c := gen.Config{Dir: filepath.Join(dsDir, "manypages"), Files: 3, RowsPerFile: 8000, PageSize: 1024, RowGroupRows: 2000,
+			PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true, Seed: 3, MeanTokens: 4}
+		if _, faultDSErr = gen.Run(context.Background(), c); faultDSErr != nil {
+			return
+		}
+		faultDS.paths, faultDSErr = filepath.Glob(filepath.Join(c.Dir, "*.parquet"))
+		faultDS.rows = int64(c.Files * c.RowsPerFile)
+	})
+	if faultDSErr != nil {
+		t.Fatalf("generate: %v", faultDSErr)
+	}
+	return faultDS
+}
+
+// buildIndex indexes ds's "id" column so a test can aim faults at a page
+// before the loader starts reading.
+func buildIndex(t *testing.T, ds dataset) *index.Index {
+	t.Helper()
+	ix, err := index.Build(context.Background(), ds.paths, index.Options{Columns: []string{"id"}, NoSidecar: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatalf("index.Build: %v", err)
+	}
+	return ix
+}
+
+// failPage returns an injector under which every read of page g of ix
+// fails with EIO, as a bad sector would: permanently. The loader must use
+// buffered reads (Direct: Off) so attempts start exactly at the page.
+func failPage(ix *index.Index, g int) *engine.RateFaults {
+	loc := ix.Locate(0, g)
+	path := ix.File(loc.File).Path
+	lo, hi := loc.Offset, loc.Offset+int64(loc.Size)
+	return &engine.RateFaults{EIO: 1, Only: func(f *engine.File, off int64) bool {
+		return f.Path() == path && off >= lo && off < hi
+	}}
+}
+
+// TestFaultsTransientLoaderDeliversEverything: with short reads, EAGAIN,
+// EINTR and ECANCELED injected under every read, each row still arrives
+// exactly once, in both page layouts.
+func TestFaultsTransientLoaderDeliversEverything(t *testing.T) {
+	for _, kind := range []string{"manypages", "v1walk"} {
+		t.Run(kind, func(t *testing.T) {
+			ds := manyPages(t)
+			if kind != "manypages" {
+				ds = testDataset(t, kind)
+			}
+			inj := &engine.RateFaults{Short: 0.05, EAGAIN: 0.03, EINTR: 0.03, ECANCELED: 0.03, Seed: 9}
+			cfg := baseConfig(ds, "id")
+			cfg.BatchPages = 16
+			cfg.Engine.Faults = inj
+			l := openT(t, cfg)
+			ids, _, _ := drain(t, l, -1)
+			checkExactlyOnce(t, ids, ds.rows)
+			c := inj.Counts()
+			if c.Transient() == 0 {
+				t.Fatalf("no faults injected over %d attempts", c.Attempts)
+			}
+			if s := l.Stats(); s.SkippedPages != 0 {
+				t.Fatalf("%d pages skipped with transient faults only", s.SkippedPages)
+			}
+			t.Logf("%d read attempts, %d transient faults survived (%+v)", c.Attempts, c.Transient(), c)
+		})
+	}
+}
+
+// TestFaultsBadPageFailsEpoch: by default a page whose read fails for
+// good fails the epoch with an error naming its file and offset, and says
+// so again on the next call.
+func TestFaultsBadPageFailsEpoch(t *testing.T) {
+	ds := manyPages(t)
+	ix := buildIndex(t, ds)
+	g := ix.NumPages(0) / 2
+	loc := ix.Locate(0, g)
+	cfg := baseConfig(ds, "id")
+	cfg.SharedIndex = ix
+	cfg.Engine.Faults = failPage(ix, g)
+	cfg.Engine.Direct = engine.Off
+	l := openT(t, cfg)
+	var err error
+	for err == nil {
+		var b *Batch
+		if b, err = l.Next(context.Background()); err == nil {
+			b.Release()
+		}
+	}
+	var ee *engine.Error
+	if !errors.As(err, &ee) || !errors.Is(err, unix.EIO) || ee.Path != ix.File(loc.File).Path || ee.Off != loc.Offset {
+		t.Fatalf("Next: %v, want a read EIO of %s at offset %d", err, ix.File(loc.File).Path, loc.Offset)
+	}
+	if _, err2 := l.Next(context.Background()); !errors.Is(err2, unix.EIO) {
+		t.Fatalf("Next after the failure: %v, want the same error", err2)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestFaultsBadPageSkipped: with SkipBadPages the bad page is dropped,
+// counted and reported with its file and offset; every other row arrives
+// exactly once; the epoch ends normally.
+func TestFaultsBadPageSkipped(t *testing.T) {
+	ds := manyPages(t)
+	ix := buildIndex(t, ds)
+	g := ix.NumPages(0) / 3
+	loc := ix.Locate(0, g)
+	cfg := baseConfig(ds, "id")
+	cfg.SharedIndex = ix
+	cfg.SkipBadPages = true
+	cfg.Engine.Faults = failPage(ix, g)
+	cfg.Engine.Direct = engine.Off
+	var notices []string
+	cfg.Logf = func(format string, args ...any) { notices = append(notices, format) }
+	l := openT(t, cfg)
+	ids, pages, _ := drain(t, l, -1)
+	if slices.Contains(pages, uint64(g)) {
+		t.Fatalf("bad page %d delivered", g)
+	}
+	if got, want := len(pages), ix.NumPages(0)-1; got != want {
+		t.Fatalf("%d pages delivered, want %d", got, want)
+	}
+	// The missing rows are exactly the bad page's.
+	seen := make(map[int64]int, len(ids))
+	for _, id := range ids {
+		seen[id]++
+		if seen[id] > 1 {
+			t.Fatalf("id %d delivered twice", id)
+		}
+	}
+	if int64(len(ids)) != ds.rows-int64(loc.NumRows) {
+		t.Fatalf("%d rows delivered, want %d - %d", len(ids), ds.rows, loc.NumRows)
+	}
+	s := l.Stats()
+	sk := l.Skipped()
+	if s.SkippedPages != 1 || len(sk) != 1 {
+		t.Fatalf("SkippedPages %d, Skipped %v; want one", s.SkippedPages, sk)
+	}
+	if sk[0].Page != uint64(g) || sk[0].Path != ix.File(loc.File).Path || sk[0].Off != loc.Offset || !errors.Is(sk[0].Err, unix.EIO) {
+		t.Fatalf("Skipped[0] = %+v, want page %d of %s at %d with EIO", sk[0], g, ix.File(loc.File).Path, loc.Offset)
+	}
+	if len(notices) != 1 {
+		t.Fatalf("%d notices, want one: %q", len(notices), notices)
+	}
+}
+
+// TestFaultsRandomEIOSkipped: EIO at random among transient faults, with
+// SkipBadPages, in page and row-group shuffles: every unit is either
+// delivered once or skipped once, never both, never twice.
+func TestFaultsRandomEIOSkipped(t *testing.T) {
+	ds := manyPages(t)
+	for _, sh := range []Shuffle{ShufflePage, ShuffleRowGroup} {
+		t.Run(sh.String(), func(t *testing.T) {
+			inj := &engine.RateFaults{EIO: 0.03, Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
+			cfg := baseConfig(ds, "id")
+			cfg.Shuffle = sh
+			cfg.SkipBadPages = true
+			cfg.Engine.Faults = inj
+			l := openT(t, cfg)
+			ctx := context.Background()
+			seen := make(map[int64]bool)
+			pages := map[uint64]bool{}
+			for {
+				b, err := l.Next(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				for _, a := range b.Arrays {
+					for _, id := range a.(*array.Int64).Int64Values() {
+						if seen[id] {
+							t.Fatalf("id %d delivered twice", id)
+						}
+						seen[id] = true
+					}
+				}
+				for _, p := range b.Pages {
+					pages[p] = true
+				}
+				b.Release()
+			}
+			st := l.Stats()
+			c := inj.Counts()
+			if c.EIO == 0 || st.SkippedPages == 0 {
+				t.Fatalf("EIO injected %d, skipped %d: the test did not exercise skipping", c.EIO, st.SkippedPages)
+			}
+			ix := l.Index()
+			lost := int64(0)
+			for _, sp := range l.Skipped() {
+				if sp.Path == "" || !errors.Is(sp.Err, unix.EIO) {
+					t.Fatalf("skipped %+v: want a file and an EIO", sp)
+				}
+				if sh == ShufflePage {
+					if pages[sp.Page] {
+						t.Fatalf("page %d skipped and delivered", sp.Page)
+					}
+					lost += int64(ix.Locate(0, int(sp.Page)).NumRows)
+				} else {
+					ci := ix.Chunk(0, ix.Locate(0, int(sp.Page)).Chunk)
+					for k := 0; k < ci.NumPages; k++ {
+						lost += int64(ix.Locate(0, ci.FirstPage+k).NumRows)
+					}
+				}
+			}
+			if int64(len(seen))+lost != ds.rows {
+				t.Fatalf("%d rows delivered + %d in skipped units != %d", len(seen), lost, ds.rows)
+			}
+			t.Logf("%d attempts, %d EIO, %d transient; %d units skipped, %d rows delivered", c.Attempts, c.EIO, c.Transient(), st.SkippedPages, len(seen))
+		})
+	}
+}
