@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pagefeed/pagefeed/bench"
+)
+
+func init() {
+	register("tune", "storage-tuning grid: IOPS, bandwidth and latency vs queue depth (or batch size), knees, charts", runTune)
+}
+
+const tuneUsage = `usage: pagefeed tune (--filename FILE [--size BYTES] | --parquet PATHS) [flags]
+  raw grid:     --iodepth 1,2,4,...,256 --bs 4k,16k,64k,256k,1m --numjobs 1 --ioengine io_uring[,psync,mmap]
+  Parquet grid: --batch 8,16,...,256 --prefetch 1,2,4,8 --ioengine io_uring[,psync]
+  lists are comma-separated; "a,b,...,z" continues a,b (×ratio or +step) up to z`
+
+// runTune binds flags to bench.TuneConfig, runs the grid, writes
+// results.csv, results.json and the charts into --out and prints the knees.
+// Every bad input is reported before anything runs.
+func runTune(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned as one line; -h prints usage
+	var cfg bench.TuneConfig
+	direct := onOff(true)
+	var parquet, depths, bss, jobs, engines, batches, prefetch, runtime, size string
+	fs.StringVar(&cfg.Filename, "filename", "", "raw `file` to read (laid out at --size if missing)")
+	fs.StringVar(&size, "size", "", "bytes of --filename to use (e.g. 1g); required when it does not exist")
+	fs.StringVar(&parquet, "parquet", "", "comma-separated Parquet files, directories or globs")
+	fs.StringVar(&depths, "iodepth", "1,2,4,...,256", "raw: queue depths")
+	fs.StringVar(&bss, "bs", "4k,16k,64k,256k,1m", "raw: block sizes")
+	fs.StringVar(&jobs, "numjobs", "1", "raw: jobs (clones) run together")
+	fs.StringVar(&engines, "ioengine", "io_uring", "io engines: io_uring, psync, mmap (raw only)")
+	fs.StringVar(&batches, "batch", "8,16,...,256", "Parquet: pages per batch")
+	fs.StringVar(&prefetch, "prefetch", "1,2,4,8", "Parquet: batches read ahead")
+	fs.StringVar(&runtime, "runtime", "2s", "time per point (at least 200ms)")
+	fs.Var(&direct, "direct", "O_DIRECT reads: on|off")
+	fs.BoolVar(&cfg.CompareFio, "compare-fio", false, "raw: run fio on every point too, where fio is installed")
+	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary for --compare-fio")
+	fs.StringVar(&cfg.OutDir, "out", "tune-results", "output `dir` for results.csv, results.json and charts")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the random offsets and page order")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, tuneUsage)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (see pagefeed tune -h)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if parquet != "" {
+		for _, p := range strings.Split(parquet, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cfg.Parquet = append(cfg.Parquet, p)
+			}
+		}
+		for _, raw := range []string{"iodepth", "bs", "numjobs", "size", "compare-fio"} {
+			if set[raw] {
+				return fmt.Errorf("--%s applies to --filename grids, not --parquet", raw)
+			}
+		}
+	} else {
+		for _, pq := range []string{"batch", "prefetch"} {
+			if set[pq] {
+				return fmt.Errorf("--%s applies to --parquet grids, not --filename", pq)
+			}
+		}
+	}
+	var err error
+	list := func(name, s string, lo, hi int64) []int {
+		if err != nil {
+			return nil
+		}
+		var vs []int
+		if vs, err = bench.ParseGridInts(s, lo, hi); err != nil {
+			err = fmt.Errorf("--%s %s: %w", name, s, err)
+		}
+		return vs
+	}
+	cfg.IODepths = list("iodepth", depths, 1, bench.MaxIODepth)
+	cfg.BlockSizes = list("bs", bss, 512, 256<<20)
+	cfg.NumJobs = list("numjobs", jobs, 1, 256)
+	cfg.Batches = list("batch", batches, 1, 1<<16)
+	cfg.Prefetch = list("prefetch", prefetch, 1, 64)
+	if err != nil {
+		return err
+	}
+	allowed := []string{bench.EngineIOUring, bench.EnginePsync, bench.EngineMmap}
+	if parquet != "" {
+		allowed = allowed[:2]
+	}
+	if cfg.IOEngines, err = bench.ParseGridWords(engines, allowed...); err != nil {
+		return fmt.Errorf("--ioengine %s: %w", engines, err)
+	}
+	if cfg.Runtime, err = bench.ParseTime(runtime); err != nil {
+		return fmt.Errorf("--runtime: %w", err)
+	}
+	if cfg.Runtime < bench.MinTuneRuntime {
+		return fmt.Errorf("--runtime %s is too short to measure (want at least %v)", runtime, bench.MinTuneRuntime)
+	}
+	if size != "" {
+		if cfg.Size, err = bench.ParseSize(size); err != nil || cfg.Size < 1 {
+			return fmt.Errorf("--size %q: want bytes or 4k, 1m, 2g", size)
+		}
+	}
+	cfg.NoDirect = !bool(direct)
+	cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed tune: "+f+"\n", a...) }
+	// Validate everything (grids, input, output folder) before running.
+	if err := cfg.Fill(); err != nil {
+		return err
+	}
+	bar := newTuneBar(stderr, cfg.Runtime)
+	cfg.Progress = bar.update
+	logf := cfg.Logf
+	cfg.Logf = func(f string, a ...any) { bar.clear(); logf(f, a...) }
+	fmt.Fprintf(stderr, "pagefeed tune: %d points × %v (about %v)\n", cfg.NumPoints(), cfg.Runtime,
+		(time.Duration(cfg.NumPoints()) * cfg.Runtime).Round(time.Second))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, runErr := bench.RunTune(ctx, cfg)
+	bar.clear()
+	if res == nil {
+		return runErr
+	}
+	files, err := res.WriteAll(cfg.OutDir)
+	if err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := res.WriteSummary(stdout); err != nil {
+		return err
+	}
+	if res.FioSkipped != "" {
+		fmt.Fprintf(stdout, "fio: skipped (%s)\n", res.FioSkipped)
+	}
+	fmt.Fprintf(stdout, "wrote %s in %s\n", strings.Join(files, ", "), cfg.OutDir)
+	return runErr
+}
+
+// tuneBar is the progress bar: drawn only when stderr is a terminal.
+type tuneBar struct {
+	w       io.Writer
+	per     time.Duration
+	drawn   bool
+	enabled bool
+}
+
+func newTuneBar(stderr io.Writer, per time.Duration) *tuneBar {
+	b := &tuneBar{w: stderr, per: per}
+	if f, ok := stderr.(*os.File); ok {
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		b.enabled = err == nil
+	}
+	return b
+}
+
+func (b *tuneBar) update(done, total int, point string) {
+	if !b.enabled || total == 0 {
+		return
+	}
+	const width = 30
+	n := done * width / total
+	eta := (time.Duration(total-done) * b.per).Round(time.Second)
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %d/%d eta %v  %s", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, eta, point)
+	b.drawn = true
+}
+
+func (b *tuneBar) clear() {
+	if b.drawn {
+		fmt.Fprint(b.w, "\r\x1b[K")
+		b.drawn = false
+	}
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runTuneCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = runMain(append([]string{"tune"}, args...), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestTuneCommandErrors: every bad input is one line on stderr, exit 1,
+// and nothing is written.
+func TestTuneCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "data")
+	if err := os.WriteFile(file, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(dir, "blocker")
+	os.WriteFile(blocker, nil, 0o644)
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no input", nil, "exactly one of --filename and --parquet"},
+		{"bad depth list", []string{"--filename", file, "--iodepth", "1,2,x"}, `--iodepth 1,2,x`},
+		{"zero depth", []string{"--filename", file, "--iodepth", "0,1"}, "out of range"},
+		{"off sequence", []string{"--filename", file, "--iodepth", "1,2,4,...,100"}, "not on the sequence"},
+		{"bad bs", []string{"--filename", file, "--bs", "4k,1q"}, "unknown unit"},
+		{"tiny bs", []string{"--filename", file, "--bs", "1"}, "out of range"},
+		{"dup numjobs", []string{"--filename", file, "--numjobs", "1,1"}, "twice"},
+		{"bad engine", []string{"--filename", file, "--ioengine", "io_uring,libaio"}, `"libaio"`},
+		{"mmap on parquet", []string{"--parquet", dir, "--ioengine", "mmap"}, `"mmap"`},
+		{"short runtime", []string{"--filename", file, "--runtime", "100ms"}, "too short to measure"},
+		{"bad runtime", []string{"--filename", file, "--runtime", "soon"}, "--runtime"},
+		{"unwritable out", []string{"--filename", file, "--out", filepath.Join(blocker, "x")}, "mkdir"},
+		{"missing file", []string{"--filename", filepath.Join(dir, "nope")}, "no --size"},
+		{"raw flag on parquet", []string{"--parquet", dir, "--bs", "4k"}, "--bs applies to --filename"},
+		{"parquet flag on raw", []string{"--filename", file, "--batch", "8"}, "--batch applies to --parquet"},
+		{"unknown flag", []string{"--filename", file, "--depth", "4"}, "flag provided but not defined"},
+		{"bad size", []string{"--filename", file, "--size", "big"}, "--size"},
+		{"parquet missing", []string{"--parquet", filepath.Join(dir, "none*.parquet")}, "none*.parquet"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if !strings.Contains(strings.Join(args, " "), "--out") {
+				args = append(args, "--out", out)
+			}
+			code, stdout, stderr := runTuneCmd(t, args...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1 (stderr %q)", code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			if strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || !strings.HasPrefix(stderr, "pagefeed tune: ") {
+				t.Errorf("stderr %q, want one line containing %q", stderr, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(out, "results.csv")); err == nil {
+				t.Error("results.csv written for bad input")
+			}
+		})
+	}
+}
+
+// TestTuneCommandTiny runs two 200ms points on a small file and checks
+// every output file and the knee summary.
+func TestTuneCommandTiny(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := runTuneCmd(t, "--filename", filepath.Join(dir, "data"), "--size", "4m",
+		"--iodepth", "1,2", "--bs", "4k", "--runtime", "200ms", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "\r") {
+		t.Errorf("progress bar drawn off a terminal: %q", stderr)
+	}
+	for _, w := range []string{"knee iodepth", "recommended: --ioengine=io_uring --numjobs=1 --bs=4k --iodepth=", "results.csv"} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout)
+		}
+	}
+	for _, f := range []string{"results.csv", "results.json", "iops_vs_iodepth.svg", "iops_vs_iodepth.png",
+		"bw_vs_iodepth.svg", "bw_vs_iodepth.png", "p99_vs_iodepth.svg", "p99_vs_iodepth.png"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Points []struct {
+			IODepth int     `json:"iodepth"`
+			IOPS    float64 `json:"iops"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Points) != 2 || doc.Points[0].IODepth != 1 || doc.Points[1].IODepth != 2 || doc.Points[0].IOPS <= 0 {
+		t.Fatalf("results.json points %+v", doc.Points)
+	}
+}
