@@ -124,6 +124,17 @@ func FuzzDecodePage(f *testing.F) {
 		if err := array.ValidateFull(pg.Array()); err != nil {
 			t.Fatalf("invalid array: %v", err)
 		}
+		// as the head of a span, followed by itself and a real page
+		sp, err := d.DecodeSpan(fc.cp.chunk, fc.dict, [][]byte{page, page, fc.cp.pages[len(fc.cp.pages)-1]}, []int64{100, 200, 300})
+		if err == nil {
+			if err := array.ValidateFull(sp.Array()); err != nil {
+				t.Fatalf("invalid span array: %v", err)
+			}
+			if sp.Rows() != pg.Rows() {
+				t.Fatalf("span has %d rows, page alone %d", sp.Rows(), pg.Rows())
+			}
+			sp.Release()
+		}
 		// the consumer-buffer path, where it applies, agrees
 		h, _, _ := ParsePageHeader(page)
 		n := int(h.NumValues())

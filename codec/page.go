@@ -119,16 +119,15 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 	lvl, val := 0, 0
 	for k := range pages {
 		h, page, err := d.loadBytes(c, dict, k, pages[k])
-		if err == nil && k == 0 && len(pages) == 1 {
-			if arr, lead, ok, ferr := d.fastList(c, p, dict, &h, page); ok {
+		if err == nil && k == 0 {
+			if fr, ok, ferr := d.fastList(c, p, dict, &h, page, pages); ok {
 				if ferr != nil {
 					*pg = Page{}
 					pagePool.Put(pg)
 					return nil, c.err("decode", offs[0], ferr)
 				}
-				nl := int(h.NumValues())
-				pg.arr, pg.header, pg.levels, pg.leading = arr, h, nl, lead
-				pg.mayCont = h.Type == DataPage && lead < nl
+				pg.arr, pg.header, pg.levels, pg.leading = fr.arr, h, int(h.NumValues()), fr.lead
+				pg.mayCont, pg.continued = fr.mayCont, fr.continued
 				return pg, nil
 			}
 		}
