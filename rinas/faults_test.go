@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -16,31 +17,54 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The reliability tests generate their own datasets, once per test binary,
+// under relDir; TestZZReliabilityCleanup (last in reliability_test.go)
+// removes it. They do not use testDataset: its folder is removed by
+// TestZZCleanup, which runs before the loader tests that need it.
 var (
-	faultDSOnce sync.Once
-	faultDS     dataset
-	faultDSErr  error
+	relMu   sync.Mutex
+	relDir  string
+	relSets = map[string]dataset{}
 )
 
-// manyPages returns a dataset of a few hundred small pages (the shared
-// ones have a handful), generated once under the shared datasets' folder
-// so TestZZCleanup removes it.
+// manyPages returns a dataset of a few hundred small V2 pages with an
+// offset index (the shared datasets have a handful of pages).
 func manyPages(t *testing.T) dataset {
 	t.Helper()
-	testDataset(t, "v2") // makes dsDir
-	faultDSOnce.Do(func() {
-		c := gen.Config{Dir: filepath.Join(dsDir, "manypages"), Files: 3, RowsPerFile: 8000, PageSize: 1024, RowGroupRows: 2000,
-			PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true, Seed: 3, MeanTokens: 4}
-		if _, faultDSErr = gen.Run(context.Background(), c); faultDSErr != nil {
-			return
-		}
-		faultDS.paths, faultDSErr = filepath.Glob(filepath.Join(c.Dir, "*.parquet"))
-		faultDS.rows = int64(c.Files * c.RowsPerFile)
-	})
-	if faultDSErr != nil {
-		t.Fatalf("generate: %v", faultDSErr)
+	return relDataset(t, "manypages", gen.Config{Files: 3, RowsPerFile: 8000, PageSize: 1024, RowGroupRows: 2000,
+		PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true, Seed: 3, MeanTokens: 4})
+}
+
+// v1Walk returns a dataset of V1 pages without a page index: rows cross
+// pages and the index walks page headers.
+func v1Walk(t *testing.T) dataset {
+	t.Helper()
+	return relDataset(t, "v1walk", gen.Config{Files: 2, RowsPerFile: 1500, PageSize: 2048, RowGroupRows: 500,
+		PageVersion: 1, Codec: "zstd", Seed: 7, MeanTokens: 64})
+}
+
+func relDataset(t *testing.T, name string, c gen.Config) dataset {
+	t.Helper()
+	relMu.Lock()
+	defer relMu.Unlock()
+	if ds, ok := relSets[name]; ok {
+		return ds
 	}
-	return faultDS
+	if relDir == "" {
+		d, err := os.MkdirTemp("", "rinas-reliability-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		relDir = d
+	}
+	c.Dir = filepath.Join(relDir, name)
+	res, err := gen.Run(context.Background(), c)
+	if err != nil {
+		t.Fatalf("generate %s: %v", name, err)
+	}
+	ds := dataset{paths: res.Files, rows: res.Rows}
+	relSets[name] = ds
+	return ds
 }
 
 // buildIndex indexes ds's "id" column so a test can aim faults at a page
@@ -74,7 +98,7 @@ func TestFaultsTransientLoaderDeliversEverything(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ds := manyPages(t)
 			if kind != "manypages" {
-				ds = testDataset(t, kind)
+				ds = v1Walk(t)
 			}
 			inj := &engine.RateFaults{Short: 0.05, EAGAIN: 0.03, EINTR: 0.03, ECANCELED: 0.03, Seed: 9}
 			cfg := baseConfig(ds, "id")
