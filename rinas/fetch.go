@@ -210,7 +210,12 @@ func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
 			u.n = 2 // its last row may continue in the next page
 		}
 	}
-	return l.prepareChunk(u.chunk)
+	if err := l.prepareChunk(u.chunk); err != nil {
+		return err
+	}
+	// The unit holds its file open until finishUnit (see fileCache).
+	_, err := l.fc.acquire(l.ix.Chunk(0, u.chunk).File)
+	return err
 }
 
 // upperBound returns the i with a[i] <= v < a[i+1].
@@ -227,22 +232,14 @@ func upperBound(a []int64, v int64) int {
 	return lo
 }
 
-// prepareChunk opens the chunk's file and describes the chunk once.
+// prepareChunk describes the chunk once.
 func (l *Loader) prepareChunk(c int) error {
 	if l.chunks[c] != nil {
 		return nil
 	}
 	ci := l.ix.Chunk(0, c)
-	f := l.files[ci.File]
-	if f == nil {
-		var err error
-		if f, err = l.eng.Open(l.ix.File(ci.File).Path); err != nil {
-			return err
-		}
-		l.files[ci.File] = f
-	}
 	col := l.ix.Column(0)
-	l.chunks[c] = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: f.Path(), Column: col.Path}
+	l.chunks[c] = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: l.ix.File(ci.File).Path, Column: col.Path}
 	return nil
 }
 
@@ -258,7 +255,7 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
 		ci := l.ix.Chunk(0, u.chunk)
-		f := l.files[ci.File]
+		f := l.fc.file(ci.File)
 		for k := 0; k < u.n; k++ {
 			loc := l.ix.Locate(0, u.first+k)
 			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: -1})
@@ -365,6 +362,7 @@ func (l *Loader) chunkEnd(c int) int {
 
 // finishUnit records a landed unit.
 func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
+	l.fc.release(l.ix.Chunk(0, u.chunk).File)
 	if err != nil && !l.skip(fb, u, err) {
 		u.err = err
 		fb.fail(err)
@@ -382,7 +380,10 @@ func (l *Loader) ensureDict(ctx context.Context, c int) error {
 	if ci.DictSize == 0 || !l.dicts.acquire(c) {
 		return nil
 	}
-	f := l.files[ci.File]
+	f, err := l.fc.acquire(ci.File) // released by onDict
+	if err != nil {
+		return err
+	}
 	req := [1]engine.Request{{File: f, Off: ci.DictOffset, Len: int(ci.DictSize), Tag: uint64(c), Worker: -1}}
 	return l.dictQ.Submit(ctx, req[:])
 }
@@ -391,6 +392,7 @@ func (l *Loader) ensureDict(ctx context.Context, c int) error {
 // decodes it and then every unit that was waiting for it.
 func (l *Loader) onDict(c *engine.Completion) {
 	chunk := int(c.Tag)
+	l.fc.release(l.ix.Chunk(0, chunk).File)
 	l.sa.disk.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary

@@ -45,7 +45,7 @@ type Loader struct {
 	unitMax  int     // most pages one unit reads
 	dataset  string
 
-	files  []*engine.File // lazily opened by the producer
+	fc     fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
 	chunks []*codec.Chunk // lazily made by the producer
 	decs   []*codec.Decoder
 	syncD  *codec.Decoder // the consumer goroutine's, for resume and slow reads
@@ -268,7 +268,7 @@ func (l *Loader) openEngine() error {
 			return err
 		}
 	}
-	l.files = make([]*engine.File, l.ix.NumFiles())
+	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
 	l.dicts.init()
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
@@ -545,11 +545,7 @@ func (l *Loader) closeAll() error {
 			(<-l.tokBufs).free()
 		}
 	}
-	for _, f := range l.files {
-		if f != nil && l.eng != nil {
-			errs = append(errs, l.eng.CloseFile(f))
-		}
-	}
+	errs = append(errs, l.fc.closeAll())
 	if l.owned && l.eng != nil {
 		errs = append(errs, l.eng.Close())
 	}
