@@ -440,7 +440,15 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 	}()
 	colPath := ix.Column(0).Path
 	top := strings.SplitN(colPath, ".", 2)[0]
+	// Row-group shuffle reads each row group once and keeps all its rows;
+	// any other shuffle is served page by page, and arrow-go can only read
+	// the whole row group holding the page (chunk-granular I/O), keeping
+	// the page's rows: the YOUMU comparison.
+	perPage := cfg.Shuffle != "rowgroup"
 	n := uint64(ix.NumChunks())
+	if perPage {
+		n = uint64(ix.NumPages(0))
+	}
 	start := time.Now()
 	lastTick := start
 	for ep := 0; cfg.Loops <= 0 || ep < cfg.Loops; ep++ {
@@ -456,7 +464,15 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			c := int(sh.At(j))
+			c, keep := int(sh.At(j)), int64(-1)
+			page := c
+			if perPage {
+				loc := ix.Locate(0, c)
+				c, keep = loc.Chunk, int64(loc.NumRows)
+				if keep < 0 {
+					return &Error{Op: "arrowgo", Path: ix.File(loc.File).Path, Err: fmt.Errorf("%w: page shuffle via arrow-go needs page row counts (offset index)", ErrBadOption)}
+				}
+			}
 			ci := ix.Chunk(0, c)
 			o := readers[ci.File]
 			if o == nil {
@@ -493,19 +509,29 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			if err != nil {
 				return &Error{Op: "read", Path: o.f.Name(), Err: err}
 			}
-			res.Rows += int64(chunked.Len())
+			rowsRead := int64(chunked.Len())
 			chunked.Release()
 			res.BatchLat.Record(time.Since(t0).Nanoseconds())
 			res.Batches++
-			res.Pages += int64(ci.NumPages)
 			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
 				res.DiskBytes += cc.TotalCompressedSize()
 				res.DecodedBytes += cc.TotalUncompressedSize()
 			}
-			if dump != nil {
-				for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
-					dump.WriteString(strconv.Itoa(g))
+			if perPage {
+				res.Rows += keep
+				res.Pages++
+				if dump != nil {
+					dump.WriteString(strconv.Itoa(page))
 					dump.WriteByte('\n')
+				}
+			} else {
+				res.Rows += rowsRead
+				res.Pages += int64(ci.NumPages)
+				if dump != nil {
+					for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
+						dump.WriteString(strconv.Itoa(g))
+						dump.WriteByte('\n')
+					}
 				}
 			}
 			if progress != nil && time.Since(lastTick) >= time.Second {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
@@ -138,4 +140,32 @@ func readLines(t *testing.T, path string) []string {
 		out = append(out, sc.Text())
 	}
 	return out
+}
+
+func TestCompareParquetTable(t *testing.T) {
+	dir, _ := genParquet(t)
+	cfg := ParquetCompareConfig{
+		Base:    ParquetConfig{Paths: []string{dir}, Column: "input_ids", Logf: func(string, ...any) {}},
+		Runtime: 100 * time.Millisecond,
+		Rounds:  2,
+	}
+	rows, err := CompareParquet(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(DefaultParquetCases) {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if len(r.Runs) != 2 || r.RowsPerSec <= 0 {
+			t.Fatalf("%s: %d runs, %v rows/s", r.Label, len(r.Runs), r.RowsPerSec)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteParquetTable(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(buf.String(), "\n"); got != len(rows)+1 {
+		t.Fatalf("table has %d lines:\n%s", got, buf.String())
+	}
 }

@@ -18,6 +18,7 @@ const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [-
     [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
     [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo] [--direct=0|1] [--output-format=normal|json]
+       pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME]
 `
 
 // isParquet reports whether args ask for Parquet mode.
@@ -61,6 +62,8 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
 	fs.StringVar(&format, "output-format", "normal", "normal|json")
+	compare := fs.Bool("compare", false, "run the loader against its baselines (unordered, ordered, stream, arrowgo, mmap) and print a table")
+	rounds := fs.Int("rounds", 1, "with --compare: rounds of alternating runs (medians are reported)")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			_, err = io.WriteString(stdout, parquetUsage)
@@ -114,6 +117,16 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *compare {
+		if cfg.Runtime <= 0 {
+			return fmt.Errorf("--compare needs --runtime")
+		}
+		rows, err := bench.CompareParquet(ctx, bench.ParquetCompareConfig{Base: cfg, Runtime: cfg.Runtime, Rounds: *rounds, Progress: stderr})
+		if err != nil {
+			return err
+		}
+		return bench.WriteParquetTable(stdout, rows)
+	}
 	res, err := bench.RunParquet(ctx, cfg, progress)
 	if err != nil {
 		return err
