@@ -312,7 +312,43 @@ func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
 	return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
 }
 
+// concatRows builds one array of the rows, in order. list<int32> (token
+// ids) and int64/int32 columns are copied straight into builders; other
+// types go through arrow's Concatenate of one-row slices.
 func concatRows(rows []rowItem) (arrow.Array, error) {
+	mem := memory.DefaultAllocator
+	switch rows[0].arr.(type) {
+	case *array.List:
+		if _, ok := rows[0].arr.(*array.List).ListValues().(*array.Int32); ok {
+			b := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
+			defer b.Release()
+			vb := b.ValueBuilder().(*array.Int32Builder)
+			for _, it := range rows {
+				a := it.arr.(*array.List)
+				if a.IsNull(it.i) {
+					b.AppendNull()
+					continue
+				}
+				lo, hi := a.ValueOffsets(it.i)
+				b.Append(true)
+				vb.AppendValues(a.ListValues().(*array.Int32).Int32Values()[lo:hi], nil)
+			}
+			return b.NewArray(), nil
+		}
+	case *array.Int64:
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		b.Reserve(len(rows))
+		for _, it := range rows {
+			a := it.arr.(*array.Int64)
+			if a.IsNull(it.i) {
+				b.AppendNull()
+			} else {
+				b.UnsafeAppend(a.Value(it.i))
+			}
+		}
+		return b.NewArray(), nil
+	}
 	slices := make([]arrow.Array, len(rows))
 	for i, it := range rows {
 		slices[i] = array.NewSlice(it.arr, int64(it.i), int64(it.i+1))
@@ -322,7 +358,7 @@ func concatRows(rows []rowItem) (arrow.Array, error) {
 			s.Release()
 		}
 	}()
-	return array.Concatenate(slices, memory.DefaultAllocator)
+	return array.Concatenate(slices, mem)
 }
 
 // readPageSync reads and decodes page g on the calling goroutine (resume,
