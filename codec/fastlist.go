@@ -133,13 +133,20 @@ func (d *Decoder) fastList(c *Chunk, p *plan, dict *Dictionary, h *PageHeader, p
 	offs[rows] = int32(total - lead)
 	ob.Resize((rows + 1) * 4)
 	vbuf := d.scratchCopy(pt, lead, total)
-	leaf := array.NewData(leafType, total-lead, []*memory.Buffer{nil, vbuf}, nil, 0, 0)
+	// one allocation for the slices both Data values keep
+	hold := new(struct {
+		leafBufs, listBufs [2]*memory.Buffer
+		children           [1]arrow.ArrayData
+	})
+	hold.leafBufs[1] = vbuf
+	leaf := array.NewData(leafType, total-lead, hold.leafBufs[:], nil, 0, 0)
 	vbuf.Release()
 	if p.types[0] == nil {
 		lf := p.leaf.Field
 		p.types[0] = arrow.ListOfField(arrow.Field{Name: lf.Name, Type: leafType, Nullable: lf.Nullable, Metadata: lf.Metadata})
 	}
-	list := array.NewData(p.types[0], rows, []*memory.Buffer{nil, ob}, []arrow.ArrayData{leaf}, 0, 0)
+	hold.listBufs[1], hold.children[0] = ob, leaf
+	list := array.NewData(p.types[0], rows, hold.listBufs[:], hold.children[:], 0, 0)
 	ob.Release()
 	leaf.Release()
 	res.arr = array.MakeFromData(list)
