@@ -241,13 +241,17 @@ func (l *Loader) openEngine() error {
 		}
 		l.eng, l.owned = e, true
 	}
+	// Decoded pages live until their batch is released: a pool deep
+	// enough for the whole window reuses their buffers instead of making
+	// the runtime zero fresh ones for every page.
+	copts := codec.Options{Mem: &codec.PoolAllocator{MaxPerClass: 4 * l.cfg.BatchPages * l.unitMax * (l.cfg.Prefetch + 2)}}
 	l.decs = make([]*codec.Decoder, max(opts.Workers, 1))
 	for i := range l.decs {
-		l.decs[i] = codec.NewDecoder(codec.Options{})
+		l.decs[i] = codec.NewDecoder(copts)
 	}
-	l.syncD = codec.NewDecoder(codec.Options{})
+	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
-		l.prodD = codec.NewDecoder(codec.Options{})
+		l.prodD = codec.NewDecoder(copts)
 		span := 0
 		for c := 0; c < l.ix.NumChunks(); c++ {
 			ci := l.ix.Chunk(0, c)
