@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 )
 
@@ -46,9 +47,13 @@ func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
 	u.pages = u.pages[:0]
 	sp := SkippedPage{Page: uint64(u.first), Epoch: fb.epoch, Err: err}
 	var ee *engine.Error
-	if errors.As(err, &ee) {
+	var ce *codec.Error
+	switch {
+	case errors.As(err, &ee):
 		sp.Path, sp.Off = ee.Path, ee.Off
-	} else {
+	case errors.As(err, &ce) && ce.Path != "":
+		sp.Path, sp.Off = ce.Path, ce.Off
+	default:
 		loc := l.ix.Locate(0, u.first)
 		sp.Path, sp.Off = l.ix.File(loc.File).Path, loc.Offset
 	}
