@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -133,7 +134,46 @@ func (c *Chart) build() (*gplot.Plot, error) {
 		p.Add(l, pts)
 		p.Legend.Add(s.Label, l, pts)
 	}
+	if !c.LogX {
+		p.X.Tick.Marker = plainTicks{}
+	}
+	if !c.LogY {
+		p.Y.Tick.Marker = plainTicks{}
+	}
+	widen(&p.X, c.LogX, 0)
+	// Room above the data for the legend, one line per series.
+	widen(&p.Y, c.LogY, 0.08*float64(len(c.Series))+0.05)
 	return p, nil
+}
+
+// widen gives a degenerate range some width (gonum's own fix, min-1 and
+// max+1, breaks log axes) and adds share of the range above the data.
+func widen(a *gplot.Axis, log bool, share float64) {
+	if log {
+		if a.Min == a.Max {
+			a.Min, a.Max = a.Min/2, a.Max*2
+		}
+		a.Max = a.Max * math.Pow(a.Max/a.Min, share)
+		return
+	}
+	if a.Min == a.Max {
+		a.Min, a.Max = a.Min-1, a.Max+1
+	}
+	a.Max += (a.Max - a.Min) * share
+}
+
+// plainTicks are gonum's default ticks labelled with %g ("250", not
+// "250.00").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []gplot.Tick {
+	ts := gplot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
 }
 
 // Save writes the chart to base+".svg" and base+".png", creating base's
@@ -194,7 +234,13 @@ func fmtValues(vs []float64) []string {
 	return out
 }
 
-func save(p *gplot.Plot, base string) error {
+func save(p *gplot.Plot, base string) (err error) {
+	// gonum panics on some ranges it cannot draw; report them instead.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: drawing %s: %v", ErrData, base, r)
+		}
+	}()
 	if dir := filepath.Dir(base); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("plot: %w", err)

@@ -25,6 +25,18 @@ func TestChartSave(t *testing.T) {
 	checkFiles(t, base, "bs=64k", "bandwidth (MiB/s)")
 }
 
+// TestDegenerate: one point, or equal values, on log and linear axes.
+func TestDegenerate(t *testing.T) {
+	for _, log := range []bool{false, true} {
+		base := filepath.Join(t.TempDir(), "one")
+		c := Chart{Title: "one", LogX: log, LogY: log, Series: []Series{{Label: "a", X: []float64{1}, Y: []float64{1}}, {Label: "b", X: []float64{1}, Y: []float64{1}}}}
+		if err := c.Save(base); err != nil {
+			t.Fatalf("log=%v: %v", log, err)
+		}
+		checkFiles(t, base, "one")
+	}
+}
+
 func TestBarsSave(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "loss")
 	b := Bars{Title: "loss", YLabel: "validation loss (nats)", Labels: []string{"row", "none"}, Values: []float64{0.5, 2}}

@@ -1,0 +1,393 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/plot"
+	"github.com/pagefeed/pagefeed/internal/quality"
+	"github.com/pagefeed/pagefeed/rinas"
+)
+
+// QualityOrders are the orders of the shuffle-quality experiment, best
+// expected first: a full row shuffle (ideal), page shuffle with and
+// without the shuffle buffer, row-group shuffle, a sequential stream
+// through the buffer, and file order.
+var QualityOrders = []string{"row", "page+buffer", "page", "rowgroup", "stream", "none"}
+
+// QualityConfig configures RunQuality. Zero fields take the defaults of
+// fill; Data's zero fields take quality.DataConfig's.
+type QualityConfig struct {
+	// Data is the generated dataset; Data.Dir defaults to a temporary
+	// folder removed at the end.
+	Data quality.DataConfig
+	// Orders to train under; default QualityOrders.
+	Orders []string
+	// BatchRows is the SGD batch, cut by the loader; default 32.
+	BatchRows int
+	// BufferRows is the shuffle buffer of page+buffer and stream; default 1024.
+	BufferRows int
+	// LR is the SGD learning rate; default 8.
+	LR float64
+	// EvalEvery evaluates the validation loss every this many steps for
+	// the loss curves; default 16.
+	EvalEvery int
+	// Fetch is the loader's fetch mode; default ordered, which makes the
+	// delivered order, and so the whole experiment, deterministic for a
+	// seed (unordered assembles batches in completion order).
+	Fetch string
+	// Seed seeds the dataset and the loader's shuffles.
+	Seed uint64
+	Logf func(format string, args ...any)
+}
+
+func (c *QualityConfig) fill() error {
+	if len(c.Orders) == 0 {
+		c.Orders = QualityOrders
+	}
+	for _, o := range c.Orders {
+		if !slices.Contains(QualityOrders, o) {
+			return fmt.Errorf("%w: order %q (want %s)", ErrBadOption, o, strings.Join(QualityOrders, ", "))
+		}
+	}
+	if c.BatchRows == 0 {
+		c.BatchRows = 32
+	}
+	if c.BufferRows == 0 {
+		c.BufferRows = 1024
+	}
+	if c.LR == 0 {
+		c.LR = 8
+	}
+	if c.EvalEvery == 0 {
+		c.EvalEvery = 16
+	}
+	if c.Fetch == "" {
+		c.Fetch = "ordered"
+	}
+	if _, err := rinas.ParseFetch(c.Fetch); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadOption, err)
+	}
+	switch {
+	case c.BatchRows < 1 || c.BatchRows > 1<<16:
+		return fmt.Errorf("%w: batch of %d rows (want 1..65536)", ErrBadOption, c.BatchRows)
+	case c.BufferRows < 1 || c.BufferRows > 1<<24:
+		return fmt.Errorf("%w: buffer of %d rows", ErrBadOption, c.BufferRows)
+	case !(c.LR > 0) || math.IsInf(c.LR, 0):
+		return fmt.Errorf("%w: learning rate %g", ErrBadOption, c.LR)
+	case c.EvalEvery < 1:
+		return fmt.Errorf("%w: eval every %d steps", ErrBadOption, c.EvalEvery)
+	}
+	if c.Data.Seed == 0 {
+		c.Data.Seed = c.Seed
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+	return nil
+}
+
+// QualityRow is one order's outcome.
+type QualityRow struct {
+	Order          string  `json:"order"`
+	Shuffle        string  `json:"shuffle"`
+	BufferRows     int     `json:"buffer_rows"`
+	Steps          int     `json:"steps"`
+	Rows           int     `json:"rows"`
+	ValLoss        float64 `json:"val_loss"`     // nats, mean cross-entropy after the last step
+	ValAcc         float64 `json:"val_accuracy"` // share of validation rows classified right
+	RankCorr       float64 `json:"rank_correlation"`
+	PagesPerBatch  float64 `json:"pages_per_batch"`
+	TopicsPerBatch float64 `json:"topics_per_batch"`
+	// Curve is the validation loss every EvalEvery steps (step 0 first).
+	CurveSteps []int     `json:"curve_steps"`
+	CurveLoss  []float64 `json:"curve_loss"`
+	Seconds    float64   `json:"seconds"`
+}
+
+// QualityResult is RunQuality's outcome.
+type QualityResult struct {
+	Topics       int          `json:"topics"`
+	Rows         int          `json:"rows"`
+	ValRows      int          `json:"val_rows"`
+	Vocab        int          `json:"vocab"`
+	Pages        int          `json:"pages"`
+	RowGroups    int          `json:"row_groups"`
+	BatchRows    int          `json:"batch_rows"`
+	BufferRows   int          `json:"buffer_rows"`
+	LR           float64      `json:"lr"`
+	Seed         uint64       `json:"seed"`
+	Fetch        string       `json:"fetch"`
+	UniformLoss  float64      `json:"uniform_loss"` // ln(topics): the untrained model
+	Orders       []QualityRow `json:"orders"`
+	TotalSeconds float64      `json:"total_seconds"`
+}
+
+// orderConfig maps an order name to the loader's shuffle and buffer.
+func orderConfig(order string, buffer int) (rinas.Shuffle, int) {
+	switch order {
+	case "row":
+		return rinas.ShuffleRow, 0
+	case "page+buffer":
+		return rinas.ShufflePage, buffer
+	case "page":
+		return rinas.ShufflePage, 0
+	case "rowgroup":
+		return rinas.ShuffleRowGroup, 0
+	case "stream":
+		return rinas.ShuffleStream, buffer
+	}
+	return rinas.ShuffleNone, 0
+}
+
+// RunQuality writes the topic-sorted dataset, then for each order reads
+// one epoch through the loader (rinas) in BatchRows batches and trains a
+// fresh model on them, one SGD step per batch, so every order gets the
+// same steps over the same rows. It checks that every row is delivered
+// exactly once with the tokens written, and reports the final validation
+// loss and the order statistics.
+func RunQuality(ctx context.Context, cfg QualityConfig) (*QualityResult, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if cfg.Data.Dir == "" {
+		dir, err := os.MkdirTemp("", "pagefeed-quality-")
+		if err != nil {
+			return nil, &Error{Op: "mkdir", Path: os.TempDir(), Off: -1, Err: err}
+		}
+		defer os.RemoveAll(dir)
+		cfg.Data.Dir = dir
+	}
+	ds, err := quality.Write(cfg.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadOption, err)
+	}
+	ix, err := index.Build(ctx, []string{ds.Path}, index.Options{Columns: []string{quality.TokensColumn}, NoSidecar: true, Logf: cfg.Logf})
+	if err != nil {
+		return nil, err
+	}
+	res := &QualityResult{
+		Topics: ds.Topics, Rows: len(ds.Docs), ValRows: len(ds.ValDocs), Vocab: ds.Vocab,
+		Pages: ix.NumPages(0), RowGroups: ix.NumChunks(), BatchRows: cfg.BatchRows, BufferRows: cfg.BufferRows,
+		LR: cfg.LR, Seed: cfg.Seed, Fetch: cfg.Fetch, UniformLoss: ds.UniformLoss(),
+	}
+	for _, order := range cfg.Orders {
+		row, err := trainOrder(ctx, &cfg, ds, ix, order)
+		if err != nil {
+			return res, fmt.Errorf("order %s: %w", order, err)
+		}
+		cfg.Logf("%-11s val loss %.4f  accuracy %.3f  rank corr %+.3f  pages/batch %.1f  topics/batch %.2f  (%.1fs)",
+			order, row.ValLoss, row.ValAcc, row.RankCorr, row.PagesPerBatch, row.TopicsPerBatch, row.Seconds)
+		res.Orders = append(res.Orders, *row)
+	}
+	res.TotalSeconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func trainOrder(ctx context.Context, cfg *QualityConfig, ds *quality.Dataset, ix *index.Index, order string) (*QualityRow, error) {
+	t0 := time.Now()
+	sh, buf := orderConfig(order, cfg.BufferRows)
+	fe, _ := rinas.ParseFetch(cfg.Fetch)
+	l, err := rinas.Open(ctx, rinas.Config{
+		SharedIndex: ix, Shuffle: sh, BatchRows: cfg.BatchRows, BufferRows: buf, Fetch: fe,
+		Seed: cfg.Seed, Epochs: 1, Rank: 0, World: 1,
+		Engine: engine.Options{Logf: cfg.Logf}, Logf: cfg.Logf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	m := quality.NewModel(ds.Topics, ds.Vocab, cfg.LR)
+	row := &QualityRow{Order: order, Shuffle: sh.String(), BufferRows: buf}
+	eval := func() error {
+		loss, _, err := m.Eval(ds.ValDocs, ds.ValLabels)
+		row.CurveSteps = append(row.CurveSteps, row.Steps)
+		row.CurveLoss = append(row.CurveLoss, loss)
+		return err
+	}
+	if err := eval(); err != nil {
+		return nil, err
+	}
+	var st quality.OrderStats
+	delivered := make([]bool, len(ds.Docs))
+	var docs [][]int32
+	var labels []int32
+	var origs []int64
+	var pages []uint64
+	for {
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs, labels, origs, pages = docs[:0], labels[:0], origs[:0], pages[:0]
+		err = batchRows(b, ix, ds, delivered, &docs, &labels, &origs, &pages)
+		stepped := err == nil && len(docs) > 0
+		if stepped {
+			st.AddBatch(origs, pages, labels)
+			_, err = m.Step(docs, labels) // docs alias the batch: step before Release
+			row.Steps++
+		}
+		b.Release()
+		if err != nil {
+			return nil, err
+		}
+		if stepped && row.Steps%cfg.EvalEvery == 0 {
+			if err := eval(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if st.Rows() != len(ds.Docs) {
+		return nil, fmt.Errorf("the loader delivered %d rows of %d", st.Rows(), len(ds.Docs))
+	}
+	if row.CurveSteps[len(row.CurveSteps)-1] != row.Steps {
+		if err := eval(); err != nil {
+			return nil, err
+		}
+	}
+	row.ValLoss = row.CurveLoss[len(row.CurveLoss)-1]
+	if _, row.ValAcc, err = m.Eval(ds.ValDocs, ds.ValLabels); err != nil {
+		return nil, err
+	}
+	row.Rows = st.Rows()
+	row.RankCorr = st.RankCorrelation()
+	row.PagesPerBatch = st.PagesPerBatch()
+	row.TopicsPerBatch = st.TopicsPerBatch()
+	row.Seconds = time.Since(t0).Seconds()
+	return row, nil
+}
+
+// batchRows maps each row of b back to its original row through the index,
+// checks it is new and holds the tokens written, and appends its tokens
+// (aliasing b), label, original row and page.
+func batchRows(b *rinas.Batch, ix *index.Index, ds *quality.Dataset, delivered []bool,
+	docs *[][]int32, labels *[]int32, origs *[]int64, pages *[]uint64) error {
+	if b.Rows == 0 {
+		return nil
+	}
+	if len(b.Arrays) != 1 || len(b.Refs) != b.Rows {
+		return fmt.Errorf("batch of %d rows with %d arrays and %d refs", b.Rows, len(b.Arrays), len(b.Refs))
+	}
+	list, ok := b.Arrays[0].(*array.List)
+	if !ok || list.Len() != b.Rows {
+		return fmt.Errorf("batch array is %s of %d rows, want list<int32> of %d", b.Arrays[0].DataType(), b.Arrays[0].Len(), b.Rows)
+	}
+	vals, ok := list.ListValues().(*array.Int32)
+	if !ok {
+		return fmt.Errorf("batch list values are %s, want int32", list.ListValues().DataType())
+	}
+	all := vals.Int32Values()
+	for i, ref := range b.Refs {
+		loc := ix.Locate(0, int(ref.Page))
+		if loc.FirstRow < 0 {
+			return fmt.Errorf("page %d: first row unknown (no offset index?)", ref.Page)
+		}
+		orig := ix.File(loc.File).FirstRow + loc.FirstRow + int64(ref.Row)
+		if orig < 0 || orig >= int64(len(ds.Docs)) || delivered[orig] {
+			return fmt.Errorf("page %d row %d: original row %d out of range or delivered twice", ref.Page, ref.Row, orig)
+		}
+		delivered[orig] = true
+		lo, hi := list.ValueOffsets(i)
+		doc := all[lo:hi]
+		if !slices.Equal(doc, ds.Docs[orig]) {
+			return fmt.Errorf("page %d row %d: tokens differ from original row %d", ref.Page, ref.Row, orig)
+		}
+		*docs = append(*docs, doc)
+		*labels = append(*labels, ds.Labels[orig])
+		*origs = append(*origs, orig)
+		*pages = append(*pages, ref.Page)
+	}
+	return nil
+}
+
+// WriteTable writes the result as a Markdown table.
+func (r *QualityResult) WriteTable(w io.Writer) error {
+	fmt.Fprintf(w, "%d topics, %d training rows sorted by topic in %d pages and %d row groups, %d validation rows; batch %d rows, buffer %d rows, SGD lr %g, seed %d, %s fetch; untrained loss ln(%d) = %.4f\n\n",
+		r.Topics, r.Rows, r.Pages, r.RowGroups, r.ValRows, r.BatchRows, r.BufferRows, r.LR, r.Seed, r.Fetch, r.Topics, r.UniformLoss)
+	rows := [][]string{{"order", "steps", "val loss (nats)", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
+	for _, o := range r.Orders {
+		rows = append(rows, []string{o.Order, fmt.Sprint(o.Steps), fmt.Sprintf("%.4f", o.ValLoss), fmt.Sprintf("%.3f", o.ValAcc),
+			fmt.Sprintf("%+.3f", o.RankCorr), fmt.Sprintf("%.1f", o.PagesPerBatch), fmt.Sprintf("%.2f", o.TopicsPerBatch)})
+	}
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	var b strings.Builder
+	line := func(cells []string) {
+		for i, c := range cells {
+			fmt.Fprintf(&b, "| %-*s ", width[i], c)
+		}
+		b.WriteString("|\n")
+	}
+	line(rows[0])
+	sep := make([]string, len(width))
+	for i, n := range width {
+		sep[i] = strings.Repeat("-", n)
+	}
+	line(sep)
+	for _, r := range rows[1:] {
+		line(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the result, indented.
+func (r *QualityResult) WriteJSON(w io.Writer) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(r)
+}
+
+// Charts writes shuffle_quality_loss (final validation loss per order, a
+// bar chart) and shuffle_quality_curves (validation loss against step)
+// into dir as SVG and PNG, and returns their base names.
+func (r *QualityResult) Charts(dir string) ([]string, error) {
+	if len(r.Orders) == 0 {
+		return nil, errors.New("bench: no order to chart")
+	}
+	bars := plot.Bars{
+		Title:  fmt.Sprintf("final validation loss by order (%d topics, rows sorted by topic)", r.Topics),
+		YLabel: "validation cross-entropy (nats)",
+	}
+	curves := plot.Chart{Title: "validation loss during training", XLabel: "SGD step (batches of " + fmt.Sprint(r.BatchRows) + " rows)",
+		YLabel: "validation cross-entropy (nats)"}
+	for _, o := range r.Orders {
+		bars.Labels = append(bars.Labels, o.Order)
+		bars.Values = append(bars.Values, o.ValLoss)
+		s := plot.Series{Label: o.Order}
+		for i, st := range o.CurveSteps {
+			s.X = append(s.X, float64(st))
+			s.Y = append(s.Y, o.CurveLoss[i])
+		}
+		curves.Series = append(curves.Series, s)
+	}
+	names := []string{"shuffle_quality_loss", "shuffle_quality_curves"}
+	if err := bars.Save(filepath.Join(dir, names[0])); err != nil {
+		return nil, err
+	}
+	if err := curves.Save(filepath.Join(dir, names[1])); err != nil {
+		return names[:1], err
+	}
+	return names, nil
+}

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pagefeed/pagefeed/internal/quality"
+)
+
+func tinyQuality(t *testing.T) QualityConfig {
+	t.Helper()
+	return QualityConfig{
+		Data:      quality.DataConfig{Dir: t.TempDir(), Topics: 4, Rows: 2048, ValRows: 128, Vocab: 256, DocLen: 16, RowGroupRows: 256, PageBytes: 512},
+		BatchRows: 16, BufferRows: 128, EvalEvery: 8, LR: 4, Seed: 11, Logf: t.Logf,
+	}
+}
+
+// TestQualityTiny runs every order on a tiny sorted dataset: file order
+// has rank correlation 1, the row shuffle about 0, training under the row
+// shuffle lowers the loss, and every order takes the same steps.
+func TestQualityTiny(t *testing.T) {
+	res, err := RunQuality(context.Background(), tinyQuality(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Orders) != len(QualityOrders) || res.Pages < 3*res.RowGroups || res.RowGroups != 8 {
+		t.Fatalf("%d orders, %d pages, %d row groups", len(res.Orders), res.Pages, res.RowGroups)
+	}
+	by := map[string]QualityRow{}
+	for _, o := range res.Orders {
+		by[o.Order] = o
+		if o.Rows != 2048 || o.Steps != 128 {
+			t.Errorf("%s: %d rows in %d steps, want 2048 in 128", o.Order, o.Rows, o.Steps)
+		}
+		if len(o.CurveLoss) != 128/8+1 || o.CurveSteps[0] != 0 || o.CurveSteps[len(o.CurveSteps)-1] != 128 {
+			t.Errorf("%s: curve at steps %v", o.Order, o.CurveSteps)
+		}
+	}
+	if rc := by["none"].RankCorr; rc < 0.999 {
+		t.Errorf("none: rank correlation %v, want 1", rc)
+	}
+	if rc := by["row"].RankCorr; math.Abs(rc) > 0.15 {
+		t.Errorf("row: rank correlation %v, want about 0", rc)
+	}
+	row := by["row"]
+	if row.ValLoss >= 0.85*res.UniformLoss || row.ValLoss >= row.CurveLoss[0] {
+		t.Errorf("row: loss %v → %v, want a clear decrease from ln(4) = %v", row.CurveLoss[0], row.ValLoss, res.UniformLoss)
+	}
+	if by["none"].TopicsPerBatch > 1.1 || by["row"].TopicsPerBatch < 3 {
+		t.Errorf("topics per batch: none %v, row %v", by["none"].TopicsPerBatch, by["row"].TopicsPerBatch)
+	}
+	if by["row"].PagesPerBatch <= by["page"].PagesPerBatch {
+		t.Errorf("pages per batch: row %v, page %v", by["row"].PagesPerBatch, by["page"].PagesPerBatch)
+	}
+
+	var b bytes.Buffer
+	if err := res.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| page+buffer |") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	b.Reset()
+	if err := res.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Orders []struct {
+			Order    string  `json:"order"`
+			ValLoss  float64 `json:"val_loss"`
+			RankCorr float64 `json:"rank_correlation"`
+		} `json:"orders"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Orders) != len(QualityOrders) || doc.Orders[0].ValLoss != res.Orders[0].ValLoss {
+		t.Fatalf("json %v: %s", err, b.String())
+	}
+	dir := t.TempDir()
+	names, err := res.Charts(dir)
+	if err != nil || len(names) != 2 {
+		t.Fatalf("charts %v: %v", names, err)
+	}
+	for _, n := range names {
+		for _, ext := range []string{".svg", ".png"} {
+			if st, err := os.Stat(filepath.Join(dir, n+ext)); err != nil || st.Size() == 0 {
+				t.Errorf("%s%s: %v", n, ext, err)
+			}
+		}
+	}
+}
+
+// TestQualityDeterministic: the same seed gives the same losses.
+func TestQualityDeterministic(t *testing.T) {
+	run := func() []float64 {
+		c := tinyQuality(t)
+		c.Orders = []string{"page+buffer", "stream"}
+		res, err := RunQuality(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []float64{res.Orders[0].ValLoss, res.Orders[0].RankCorr, res.Orders[1].ValLoss, res.Orders[1].RankCorr}
+	}
+	a, b := run(), run()
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("run 1 %v, run 2 %v", a, b)
+		}
+	}
+}
+
+func TestQualityConfigErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		mod  func(*QualityConfig)
+		want string
+	}{
+		{"order", func(c *QualityConfig) { c.Orders = []string{"random"} }, "order"},
+		{"batch", func(c *QualityConfig) { c.BatchRows = -1 }, "batch"},
+		{"buffer", func(c *QualityConfig) { c.BufferRows = -5 }, "buffer"},
+		{"lr", func(c *QualityConfig) { c.LR = math.NaN() }, "learning rate"},
+		{"fetch", func(c *QualityConfig) { c.Fetch = "sideways" }, "fetch"},
+		{"data", func(c *QualityConfig) { c.Data.Topics = 1 }, "topics"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tinyQuality(t)
+			tc.mod(&c)
+			_, err := RunQuality(context.Background(), c)
+			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrBadOption about %q", err, tc.want)
+			}
+		})
+	}
+}
