@@ -102,13 +102,17 @@ func (c *QualityConfig) fill() error {
 
 // QualityRow is one order's outcome.
 type QualityRow struct {
-	Order          string  `json:"order"`
-	Shuffle        string  `json:"shuffle"`
-	BufferRows     int     `json:"buffer_rows"`
-	Steps          int     `json:"steps"`
-	Rows           int     `json:"rows"`
-	ValLoss        float64 `json:"val_loss"`     // nats, mean cross-entropy after the last step
-	ValAcc         float64 `json:"val_accuracy"` // share of validation rows classified right
+	Order      string  `json:"order"`
+	Shuffle    string  `json:"shuffle"`
+	BufferRows int     `json:"buffer_rows"`
+	Steps      int     `json:"steps"`
+	Rows       int     `json:"rows"`
+	ValLoss    float64 `json:"val_loss"`     // nats, mean cross-entropy after the last step
+	ValAcc     float64 `json:"val_accuracy"` // share of validation rows classified right
+	// TailLoss is the mean validation loss over the curve points of the
+	// last quarter of the steps: less sensitive than ValLoss to the last
+	// few batches under a constant learning rate.
+	TailLoss       float64 `json:"tail_loss"`
 	RankCorr       float64 `json:"rank_correlation"`
 	PagesPerBatch  float64 `json:"pages_per_batch"`
 	TopicsPerBatch float64 `json:"topics_per_batch"`
@@ -190,8 +194,8 @@ func RunQuality(ctx context.Context, cfg QualityConfig) (*QualityResult, error) 
 		if err != nil {
 			return res, fmt.Errorf("order %s: %w", order, err)
 		}
-		cfg.Logf("%-11s val loss %.4f  accuracy %.3f  rank corr %+.3f  pages/batch %.1f  topics/batch %.2f  (%.1fs)",
-			order, row.ValLoss, row.ValAcc, row.RankCorr, row.PagesPerBatch, row.TopicsPerBatch, row.Seconds)
+		cfg.Logf("%-11s val loss %.4f  (last quarter %.4f)  accuracy %.3f  rank corr %+.3f  pages/batch %.1f  topics/batch %.2f  (%.1fs)",
+			order, row.ValLoss, row.TailLoss, row.ValAcc, row.RankCorr, row.PagesPerBatch, row.TopicsPerBatch, row.Seconds)
 		res.Orders = append(res.Orders, *row)
 	}
 	res.TotalSeconds = time.Since(start).Seconds()
@@ -266,12 +270,29 @@ func trainOrder(ctx context.Context, cfg *QualityConfig, ds *quality.Dataset, ix
 	if _, row.ValAcc, err = m.Eval(ds.ValDocs, ds.ValLabels); err != nil {
 		return nil, err
 	}
+	row.TailLoss = tailMean(row.CurveSteps, row.CurveLoss, row.Steps-row.Steps/4)
 	row.Rows = st.Rows()
 	row.RankCorr = st.RankCorrelation()
 	row.PagesPerBatch = st.PagesPerBatch()
 	row.TopicsPerBatch = st.TopicsPerBatch()
 	row.Seconds = time.Since(t0).Seconds()
 	return row, nil
+}
+
+// tailMean is the mean of ys whose x is at least from.
+func tailMean(xs []int, ys []float64, from int) float64 {
+	var sum float64
+	n := 0
+	for i, x := range xs {
+		if x >= from {
+			sum += ys[i]
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
 }
 
 // batchRows maps each row of b back to its original row through the index,
@@ -321,11 +342,16 @@ func batchRows(b *rinas.Batch, ix *index.Index, ds *quality.Dataset, delivered [
 func (r *QualityResult) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d topics, %d training rows sorted by topic in %d pages and %d row groups, %d validation rows; batch %d rows, buffer %d rows, SGD lr %g, seed %d, %s fetch; untrained loss ln(%d) = %.4f\n\n",
 		r.Topics, r.Rows, r.Pages, r.RowGroups, r.ValRows, r.BatchRows, r.BufferRows, r.LR, r.Seed, r.Fetch, r.Topics, r.UniformLoss)
-	rows := [][]string{{"order", "steps", "val loss (nats)", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
+	rows := [][]string{{"order", "steps", "val loss (nats)", "last-quarter mean loss", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
 	for _, o := range r.Orders {
-		rows = append(rows, []string{o.Order, fmt.Sprint(o.Steps), fmt.Sprintf("%.4f", o.ValLoss), fmt.Sprintf("%.3f", o.ValAcc),
+		rows = append(rows, []string{o.Order, fmt.Sprint(o.Steps), fmt.Sprintf("%.4f", o.ValLoss), fmt.Sprintf("%.4f", o.TailLoss), fmt.Sprintf("%.3f", o.ValAcc),
 			fmt.Sprintf("%+.3f", o.RankCorr), fmt.Sprintf("%.1f", o.PagesPerBatch), fmt.Sprintf("%.2f", o.TopicsPerBatch)})
 	}
+	return writeMarkdown(w, rows)
+}
+
+// writeMarkdown writes rows (the first is the header) as a Markdown table.
+func writeMarkdown(w io.Writer, rows [][]string) error {
 	width := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
@@ -390,4 +416,75 @@ func (r *QualityResult) Charts(dir string) ([]string, error) {
 		return names[:1], err
 	}
 	return names, nil
+}
+
+// QualitySummary is one order over several runs (seeds).
+type QualitySummary struct {
+	Order          string  `json:"order"`
+	Runs           int     `json:"runs"`
+	ValLossMean    float64 `json:"val_loss_mean"`
+	ValLossSD      float64 `json:"val_loss_sd"`
+	TailLossMean   float64 `json:"tail_loss_mean"`
+	TailLossSD     float64 `json:"tail_loss_sd"`
+	ValAccMean     float64 `json:"val_accuracy_mean"`
+	RankCorrMean   float64 `json:"rank_correlation_mean"`
+	PagesPerBatch  float64 `json:"pages_per_batch"`
+	TopicsPerBatch float64 `json:"topics_per_batch"`
+}
+
+// SummarizeQuality averages each order over runs (same orders in each).
+func SummarizeQuality(runs []*QualityResult) []QualitySummary {
+	if len(runs) == 0 {
+		return nil
+	}
+	var out []QualitySummary
+	for i, o := range runs[0].Orders {
+		var vl, tl, acc, rc, ppb, tpb []float64
+		for _, r := range runs {
+			if i >= len(r.Orders) || r.Orders[i].Order != o.Order {
+				continue
+			}
+			q := r.Orders[i]
+			vl, tl, acc, rc = append(vl, q.ValLoss), append(tl, q.TailLoss), append(acc, q.ValAcc), append(rc, q.RankCorr)
+			ppb, tpb = append(ppb, q.PagesPerBatch), append(tpb, q.TopicsPerBatch)
+		}
+		s := QualitySummary{Order: o.Order, Runs: len(vl)}
+		s.ValLossMean, s.ValLossSD = meanSD(vl)
+		s.TailLossMean, s.TailLossSD = meanSD(tl)
+		s.ValAccMean, _ = meanSD(acc)
+		s.RankCorrMean, _ = meanSD(rc)
+		s.PagesPerBatch, _ = meanSD(ppb)
+		s.TopicsPerBatch, _ = meanSD(tpb)
+		out = append(out, s)
+	}
+	return out
+}
+
+// meanSD returns the mean and the sample standard deviation (0 for one value).
+func meanSD(xs []float64) (mean, sd float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+// WriteQualitySummary writes summaries as a Markdown table (mean ± sd).
+func WriteQualitySummary(w io.Writer, sums []QualitySummary) error {
+	rows := [][]string{{"order", "runs", "val loss (nats)", "last-quarter mean loss", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
+	for _, s := range sums {
+		rows = append(rows, []string{s.Order, fmt.Sprint(s.Runs), fmt.Sprintf("%.3f ± %.3f", s.ValLossMean, s.ValLossSD),
+			fmt.Sprintf("%.3f ± %.3f", s.TailLossMean, s.TailLossSD), fmt.Sprintf("%.3f", s.ValAccMean),
+			fmt.Sprintf("%+.3f", s.RankCorrMean), fmt.Sprintf("%.1f", s.PagesPerBatch), fmt.Sprintf("%.2f", s.TopicsPerBatch)})
+	}
+	return writeMarkdown(w, rows)
 }

@@ -138,3 +138,17 @@ func TestQualityConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestSummarizeQuality(t *testing.T) {
+	run := func(loss, rc float64) *QualityResult {
+		return &QualityResult{Orders: []QualityRow{{Order: "row", ValLoss: loss, TailLoss: loss, RankCorr: rc, PagesPerBatch: 4}}}
+	}
+	s := SummarizeQuality([]*QualityResult{run(1, 0.1), run(3, -0.1)})
+	if len(s) != 1 || s[0].Runs != 2 || s[0].ValLossMean != 2 || math.Abs(s[0].ValLossSD-math.Sqrt2) > 1e-12 || s[0].RankCorrMean != 0 || s[0].PagesPerBatch != 4 {
+		t.Fatalf("summary %+v", s)
+	}
+	var b bytes.Buffer
+	if err := WriteQualitySummary(&b, s); err != nil || !strings.Contains(b.String(), "2.000 ± 1.414") {
+		t.Fatalf("table %v:\n%s", err, b.String())
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,6 +42,7 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.Fetch, "fetch", "ordered", "loader fetch: ordered (deterministic) or unordered")
 	fs.StringVar(&orders, "orders", strings.Join(bench.QualityOrders, ","), "orders to compare")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the dataset and the shuffles")
+	seeds := fs.Int("seeds", 1, "runs with seeds seed, seed+1, ...: a mean ± sd table too (charts show the first)")
 	out := fs.String("out", "shufflequality-results", "output `dir` for results.json, results.md and the charts")
 	quiet := fs.Bool("quiet", false, "no per-order lines on stderr")
 	if err := fs.Parse(args); err != nil {
@@ -67,6 +69,8 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--lr %g: want > 0", c.LR)
 	case c.EvalEvery < 1:
 		return fmt.Errorf("--eval-every %d: want at least 1", c.EvalEvery)
+	case *seeds < 1 || *seeds > 100:
+		return fmt.Errorf("--seeds %d: want 1..100", *seeds)
 	}
 	if err := sqWritableDir(*out); err != nil {
 		return err
@@ -76,14 +80,51 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	res, err := bench.RunQuality(ctx, c)
-	if err != nil {
-		return err
+	var runs []*bench.QualityResult
+	for i := 0; i < *seeds; i++ {
+		ci := c
+		ci.Seed = c.Seed + uint64(i)
+		ci.Data.Seed = 0 // follows Seed
+		res, err := bench.RunQuality(ctx, ci)
+		if err != nil {
+			return err
+		}
+		if err := res.WriteTable(stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+		runs = append(runs, res)
 	}
-	if err := res.WriteTable(stdout); err != nil {
-		return err
+	res := runs[0]
+	doc := struct {
+		Runs    []*bench.QualityResult `json:"runs"`
+		Summary []bench.QualitySummary `json:"summary"`
+	}{runs, bench.SummarizeQuality(runs)}
+	if len(runs) > 1 {
+		fmt.Fprintf(stdout, "mean ± sd over %d seeds (%d..%d):\n\n", len(runs), c.Seed, c.Seed+uint64(len(runs)-1))
+		if err := bench.WriteQualitySummary(stdout, doc.Summary); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
 	}
-	for name, write := range map[string]func(io.Writer) error{"results.json": res.WriteJSON, "results.md": res.WriteTable} {
+	writeJSON := func(w io.Writer) error {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(doc)
+	}
+	writeMD := func(w io.Writer) error {
+		for _, r := range runs {
+			if err := r.WriteTable(w); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		if len(runs) > 1 {
+			return bench.WriteQualitySummary(w, doc.Summary)
+		}
+		return nil
+	}
+	for name, write := range map[string]func(io.Writer) error{"results.json": writeJSON, "results.md": writeMD} {
 		if err := sqWriteFile(filepath.Join(*out, name), write); err != nil {
 			return err
 		}
@@ -92,7 +133,7 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nwrote results.json, results.md and %s (.svg, .png) in %s (%.1fs)\n", strings.Join(charts, ", "), *out, res.TotalSeconds)
+	fmt.Fprintf(stdout, "wrote results.json, results.md and %s (.svg, .png) in %s (first run: %.1fs)\n", strings.Join(charts, ", "), *out, res.TotalSeconds)
 	return nil
 }
 

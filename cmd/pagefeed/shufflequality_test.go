@@ -21,11 +21,11 @@ func TestShuffleQualityCommand(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "res")
 	code, stdout, stderr := runSQ(t, "--topics", "4", "--rows", "512", "--val-rows", "64", "--vocab", "128",
 		"--row-group-rows", "128", "--page-size", "512", "--batch", "16", "--buffer", "64", "--lr", "4",
-		"--orders", "row,none", "--out", out, "--quiet")
+		"--orders", "row,none", "--seeds", "2", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, w := range []string{"| row ", "| none ", "val loss (nats)", "4 topics, 512 training rows"} {
+	for _, w := range []string{"| row ", "| none ", "val loss (nats)", "4 topics, 512 training rows", "seed 1,", "seed 2,", "mean ± sd over 2 seeds"} {
 		if !strings.Contains(stdout, w) {
 			t.Errorf("stdout lacks %q:\n%s", w, stdout)
 		}
@@ -41,13 +41,24 @@ func TestShuffleQualityCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Orders []struct {
-			Order    string  `json:"order"`
-			RankCorr float64 `json:"rank_correlation"`
-		} `json:"orders"`
+		Runs []struct {
+			Orders []struct {
+				Order    string  `json:"order"`
+				RankCorr float64 `json:"rank_correlation"`
+			} `json:"orders"`
+		} `json:"runs"`
+		Summary []struct {
+			Order string `json:"order"`
+			Runs  int    `json:"runs"`
+		} `json:"summary"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Orders) != 2 || doc.Orders[1].Order != "none" || doc.Orders[1].RankCorr < 0.999 {
+	if err := json.Unmarshal(b, &doc); err != nil || len(doc.Runs) != 2 || len(doc.Summary) != 2 || doc.Summary[0].Runs != 2 {
 		t.Fatalf("results.json: %v %s", err, b)
+	}
+	for _, r := range doc.Runs {
+		if len(r.Orders) != 2 || r.Orders[1].Order != "none" || r.Orders[1].RankCorr < 0.999 {
+			t.Fatalf("results.json run %+v", r)
+		}
 	}
 }
 
@@ -67,6 +78,7 @@ func TestShuffleQualityCommandErrors(t *testing.T) {
 		{"bad fetch", []string{"--fetch", "sideways"}, "fetch"},
 		{"unwritable out", []string{"--out", filepath.Join(blocker, "x")}, "output folder"},
 		{"stray arg", []string{"extra"}, "unexpected argument"},
+		{"zero seeds", []string{"--seeds", "0"}, "--seeds 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
