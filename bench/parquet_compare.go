@@ -25,6 +25,7 @@ var DefaultParquetCases = []ParquetCase{
 	{"row-group shuffle (Reimu, pagefeed)", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows = "rowgroup", "unordered", 1024 }},
 	{"page shuffle via arrow-go (row-group reads)", func(c *ParquetConfig) { c.Shuffle, c.Engine = "page", "arrowgo" }},
 	{"page shuffle, mmap (page cache)", func(c *ParquetConfig) { c.Shuffle, c.IOEngine = "page", "mmap" }},
+	{"decode only (pages in memory, all cores)", func(c *ParquetConfig) { c.Engine = "decode" }},
 }
 
 // ParquetCompareConfig runs each case for Runtime, Rounds times, alternating.

@@ -258,13 +258,24 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 		f := l.fc.file(ci.File)
 		for k := 0; k < u.n; k++ {
 			loc := l.ix.Locate(0, u.first+k)
-			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: -1})
+			// Spread units over the workers explicitly: decoding runs on
+			// the worker that reaps, and the engine would otherwise fill
+			// one worker's slots before touching the next.
+			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: l.nextWorker(i)})
 		}
 	}
 	if len(reqs) > 0 {
 		return l.pageQ.Submit(ctx, reqs)
 	}
 	return nil
+}
+
+// nextWorker picks the worker for unit i of a batch.
+func (l *Loader) nextWorker(i int) int {
+	if l.workers <= 1 {
+		return 0
+	}
+	return i % l.workers
 }
 
 // onPage runs on an engine worker for every page read that lands.

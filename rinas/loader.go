@@ -45,15 +45,16 @@ type Loader struct {
 	unitMax  int     // most pages one unit reads
 	dataset  string
 
-	fc     fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
-	chunks []*codec.Chunk // lazily made by the producer
-	decs   []*codec.Decoder
-	syncD  *codec.Decoder // the consumer goroutine's, for resume and slow reads
-	prodD  *codec.Decoder // the producer's (ordered fetch)
-	direct *directReader  // the producer's synchronous reads (ordered fetch)
-	pageQ  *engine.Queue
-	dictQ  *engine.Queue
-	dicts  dictCache
+	fc      fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
+	chunks  []*codec.Chunk // lazily made by the producer
+	decs    []*codec.Decoder
+	workers int
+	syncD   *codec.Decoder // the consumer goroutine's, for resume and slow reads
+	prodD   *codec.Decoder // the producer's (ordered fetch)
+	direct  *directReader  // the producer's synchronous reads (ordered fetch)
+	pageQ   *engine.Queue
+	dictQ   *engine.Queue
+	dicts   dictCache
 
 	fbs   []*fetchBatch
 	free  chan *fetchBatch
@@ -245,7 +246,8 @@ func (l *Loader) openEngine() error {
 	// enough for the whole window reuses their buffers instead of making
 	// the runtime zero fresh ones for every page.
 	copts := codec.Options{Mem: &codec.PoolAllocator{MaxPerClass: 4 * l.cfg.BatchPages * l.unitMax * (l.cfg.Prefetch + 2)}}
-	l.decs = make([]*codec.Decoder, max(opts.Workers, 1))
+	l.workers = max(opts.Workers, 1)
+	l.decs = make([]*codec.Decoder, l.workers)
 	for i := range l.decs {
 		l.decs[i] = codec.NewDecoder(copts)
 	}
