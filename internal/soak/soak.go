@@ -1,0 +1,326 @@
+// Package soak runs pagefeed's long mixed workload under injected faults
+// and samples the process's resident memory and goroutine count over time:
+// both must stay flat. It backs cmd/soak and `make soak` (not CI).
+//
+// The workload cycles through loader configurations (page, row-group and
+// row shuffles; unordered and ordered fetch; Arrow and token output; one
+// epoch, two epochs, or a loader closed mid-epoch), each on its own
+// engine whose reads meet EIO, short reads, EAGAIN, EINTR and ECANCELED
+// at RateFaults' rates, with Config.SkipBadPages set. Every run of the id
+// column is checked: no row twice, and rows delivered plus rows in skipped
+// pages equal the dataset's.
+package soak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/gen"
+	"github.com/pagefeed/pagefeed/rinas"
+)
+
+// ErrNotFlat is returned by Run when memory or goroutines grew.
+var ErrNotFlat = errors.New("soak: RSS or goroutines not flat")
+
+// Config configures Run. Zero fields take the defaults in fill.
+type Config struct {
+	Duration time.Duration // default 10 minutes
+	Interval time.Duration // between samples; default Duration/20, at least 1 s
+	Dir      string        // dataset folder; default a temporary one, generated and removed
+	// RowsPerFile sizes the generated dataset (4 files); default 20000.
+	RowsPerFile int
+	// Fault rates per read attempt; default EIO 0.001, short 0.01,
+	// EAGAIN, EINTR and ECANCELED 0.005 each.
+	Faults *engine.RateFaults
+	// Growth is the tolerated rise of RSS from the first to the last third
+	// of the samples, as a fraction; default 0.25.
+	Growth float64
+	Out    io.Writer // one line per sample; default io.Discard
+}
+
+func (c *Config) fill() {
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Minute
+	}
+	if c.Interval <= 0 {
+		c.Interval = max(c.Duration/20, time.Second)
+	}
+	if c.Faults == nil {
+		c.Faults = &engine.RateFaults{EIO: 0.001, Short: 0.01, EAGAIN: 0.005, EINTR: 0.005, ECANCELED: 0.005, Seed: 1}
+	}
+	if c.RowsPerFile <= 0 {
+		c.RowsPerFile = 20000
+	}
+	if c.Growth <= 0 {
+		c.Growth = 0.25
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+}
+
+// Sample is the process's state at one moment of the run.
+type Sample struct {
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	RSS        int64         `json:"rss_bytes"`
+	HeapInuse  uint64        `json:"heap_inuse_bytes"`
+	Goroutines int           `json:"goroutines"`
+	Runs       int64         `json:"runs"`
+	Reads      int64         `json:"read_attempts"`
+}
+
+// Report is what Run measured.
+type Report struct {
+	Samples []Sample `json:"samples"`
+	Runs    int64    `json:"runs"`    // loaders opened and closed
+	Batches int64    `json:"batches"` // batches delivered
+	Rows    int64    `json:"rows"`
+	// Reads counts read attempts the injector saw; Faults what it
+	// injected (EIO among them, each a page skipped).
+	Reads     int64              `json:"read_attempts"`
+	Faults    engine.FaultCounts `json:"faults"`
+	Skipped   int64              `json:"skipped_pages"`
+	Lost      int64              `json:"lost_rows"`       // rows neither delivered nor in a skipped page: must be 0
+	Dup       int64              `json:"duplicated_rows"` // must be 0
+	RSSGrowth float64            `json:"rss_growth"`      // last third's median over the first third's, minus 1
+	GoroFirst int                `json:"goroutines_first"`
+	GoroLast  int                `json:"goroutines_last"`
+	Flat      bool               `json:"flat"`
+}
+
+// Run runs the workload for cfg.Duration (or until ctx ends) and reports
+// the samples. It returns ErrNotFlat (with the report) when RSS grew more
+// than cfg.Growth or goroutines kept rising, and an error when a row was
+// lost or duplicated or a run failed.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.fill()
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "pagefeed-soak-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	res, err := gen.Run(ctx, gen.Config{Dir: dir, Files: 4, RowsPerFile: cfg.RowsPerFile, PageSize: 8 << 10, RowGroupRows: 5000,
+		PageVersion: 2, PageIndex: true, Dictionary: true, Codec: "zstd", Seed: 1, MeanTokens: 48, Parallelism: 2})
+	if err != nil {
+		return nil, fmt.Errorf("soak: generate: %w", err)
+	}
+	idIx, err := index.Build(ctx, res.Files, index.Options{Columns: []string{"id"}, NoSidecar: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, fmt.Errorf("soak: index: %w", err)
+	}
+	w := &workload{cfg: cfg, paths: res.Files, rows: res.Rows, idIx: idIx, seen: make([]uint32, res.Rows)}
+	rep := &Report{}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	start := time.Now()
+	sample := func() {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		s := Sample{Elapsed: time.Since(start), RSS: rss(), HeapInuse: ms.HeapInuse, Goroutines: runtime.NumGoroutine(),
+			Runs: w.runs, Reads: cfg.Faults.Counts().Attempts}
+		rep.Samples = append(rep.Samples, s)
+		fmt.Fprintf(cfg.Out, "t=%-6s rss=%6.1fMiB heap=%6.1fMiB goroutines=%-3d runs=%-5d reads=%d\n",
+			s.Elapsed.Round(time.Second), float64(s.RSS)/(1<<20), float64(s.HeapInuse)/(1<<20), s.Goroutines, s.Runs, s.Reads)
+	}
+	sample()
+	next := time.Now().Add(cfg.Interval)
+	var runErr error
+	for ctx.Err() == nil && runErr == nil {
+		runErr = w.step(ctx)
+		if time.Now().After(next) {
+			sample()
+			next = next.Add(cfg.Interval)
+		}
+	}
+	if errors.Is(runErr, context.DeadlineExceeded) || errors.Is(runErr, context.Canceled) {
+		runErr = nil
+	}
+	runtime.GC()
+	sample()
+	rep.Runs, rep.Batches, rep.Rows = w.runs, w.batches, w.rowsOut
+	rep.Faults = cfg.Faults.Counts()
+	rep.Reads = rep.Faults.Attempts
+	rep.Skipped, rep.Lost, rep.Dup = w.skipped, w.lost, w.dup
+	rep.verdict(cfg.Growth)
+	switch {
+	case runErr != nil:
+		return rep, runErr
+	case rep.Lost != 0 || rep.Dup != 0:
+		return rep, fmt.Errorf("soak: %d rows lost, %d duplicated", rep.Lost, rep.Dup)
+	case !rep.Flat:
+		return rep, ErrNotFlat
+	}
+	return rep, nil
+}
+
+// verdict compares the first and last thirds of the samples (the first
+// sample, before any run, is left out: it has no engine memory yet).
+func (r *Report) verdict(growth float64) {
+	s := r.Samples
+	if len(s) > 3 {
+		s = s[1:]
+	}
+	third := max(len(s)/3, 1)
+	med := func(xs []Sample) float64 {
+		v := make([]float64, len(xs))
+		for i, x := range xs {
+			v[i] = float64(x.RSS)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	maxG := func(xs []Sample) int {
+		m := 0
+		for _, x := range xs {
+			m = max(m, x.Goroutines)
+		}
+		return m
+	}
+	first, last := s[:third], s[len(s)-third:]
+	r.RSSGrowth = med(last)/med(first) - 1
+	r.GoroFirst, r.GoroLast = maxG(first), maxG(last)
+	r.Flat = r.RSSGrowth <= growth && r.GoroLast <= r.GoroFirst+4
+}
+
+// rss returns the resident set size from /proc/self/statm, 0 if unknown.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+// workload is the cycle of loader runs.
+type workload struct {
+	cfg   Config
+	paths []string
+	rows  int64
+	idIx  *index.Index
+	seen  []uint32 // per id: the run that delivered it
+
+	runs, batches, rowsOut int64
+	skipped, lost, dup     int64
+}
+
+type variant struct {
+	name    string
+	column  string
+	shuffle rinas.Shuffle
+	fetch   rinas.Fetch
+	output  rinas.Output
+	epochs  int
+	stopAt  int // close after this many batches (0: run to the end)
+	direct  engine.Tristate
+}
+
+var variants = []variant{
+	{name: "page/unordered", column: "id", shuffle: rinas.ShufflePage},
+	{name: "rowgroup", column: "id", shuffle: rinas.ShuffleRowGroup},
+	{name: "tokens", column: "input_ids", shuffle: rinas.ShufflePage, output: rinas.OutputTokens},
+	{name: "page/two-epochs/buffered", column: "id", shuffle: rinas.ShufflePage, epochs: 2, direct: engine.Off},
+	{name: "ordered", column: "id", shuffle: rinas.ShufflePage, fetch: rinas.Ordered},
+	{name: "page/closed-mid-epoch", column: "input_ids", shuffle: rinas.ShufflePage, stopAt: 7},
+	{name: "stream", column: "id", shuffle: rinas.ShuffleStream},
+}
+
+// step runs the next variant once.
+func (w *workload) step(ctx context.Context) error {
+	v := variants[w.runs%int64(len(variants))]
+	w.runs++
+	cfg := rinas.Config{
+		Paths: w.paths, Columns: []string{v.column}, Shuffle: v.shuffle, Fetch: v.fetch, Output: v.output,
+		Seed: uint64(w.runs), Epochs: max(v.epochs, 1), World: 1, SkipBadPages: true, BatchPages: 32,
+		Engine: engine.Options{Faults: w.cfg.Faults, Direct: v.direct},
+		Index:  index.Options{NoSidecar: true, Logf: func(string, ...any) {}},
+		Logf:   func(string, ...any) {},
+	}
+	if v.output == rinas.OutputTokens {
+		cfg.SeqLen, cfg.BatchRows = 512, 8
+	}
+	if v.shuffle == rinas.ShuffleStream {
+		cfg.BatchRows = 256
+	}
+	if v.column == "id" {
+		cfg.SharedIndex = w.idIx
+	}
+	l, err := rinas.Open(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("soak: %s: open: %w", v.name, err)
+	}
+	run := uint32(w.runs)
+	delivered := int64(0)
+	n := 0
+	for {
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("soak: %s: %w", v.name, err)
+		}
+		n++
+		w.batches++
+		w.rowsOut += int64(b.Rows)
+		if v.column == "id" {
+			for _, a := range b.Arrays {
+				for _, id := range a.(*array.Int64).Int64Values() {
+					if id < 0 || id >= w.rows {
+						continue
+					}
+					// Each epoch is a run of its own for the check.
+					if w.seen[id] == run+uint32(b.Epoch)<<24 {
+						w.dup++
+					}
+					w.seen[id] = run + uint32(b.Epoch)<<24
+					delivered++
+				}
+			}
+		}
+		b.Release()
+		if v.stopAt > 0 && n >= v.stopAt {
+			break
+		}
+	}
+	st := l.Stats()
+	w.skipped += st.SkippedPages
+	if v.column == "id" && v.stopAt == 0 {
+		inSkipped := int64(0)
+		for _, sp := range l.Skipped() {
+			if v.shuffle == rinas.ShuffleRowGroup {
+				ci := w.idIx.Chunk(0, w.idIx.Locate(0, int(sp.Page)).Chunk)
+				for k := 0; k < ci.NumPages; k++ {
+					inSkipped += int64(w.idIx.Locate(0, ci.FirstPage+k).NumRows)
+				}
+			} else {
+				inSkipped += int64(w.idIx.Locate(0, int(sp.Page)).NumRows)
+			}
+		}
+		if want := w.rows*int64(max(v.epochs, 1)) - inSkipped; delivered < want {
+			w.lost += want - delivered
+		}
+	}
+	return l.Close()
+}
