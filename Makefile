@@ -37,3 +37,8 @@ fuzz:
 
 clean:
 	rm -rf $(BIN) $(DEMO_DIR) out
+
+# soak: mixed loader runs under injected faults for SOAK_TIME (default 10m),
+# RSS and goroutines over time; not part of CI.
+soak:
+	scripts/soak.sh $(SOAK_TIME)
