@@ -233,3 +233,28 @@ func TestRateFaultsDistribution(t *testing.T) {
 		t.Error("Only does not confine the faults")
 	}
 }
+
+// BenchmarkRateFaults is the injector's cost per read attempt (tests and
+// soak only; production engines pay a nil check).
+func BenchmarkRateFaults(b *testing.B) {
+	r := &RateFaults{EIO: 0.001, Short: 0.01, EAGAIN: 0.005, EINTR: 0.005, ECANCELED: 0.005, Seed: 1}
+	b.ReportAllocs()
+	b.SetBytes(4096)
+	for i := 0; i < b.N; i++ {
+		r.Fault(nil, int64(i)*4096, 4096, 4096)
+	}
+	b.ReportMetric(float64(r.Counts().Total())/float64(b.N), "faults/op")
+}
+
+// BenchmarkFaultHookOff is Engine.fault without an injector: the cost the
+// hook adds to every production read attempt.
+func BenchmarkFaultHookOff(b *testing.B) {
+	e := &Engine{}
+	s := &slot{}
+	b.ReportAllocs()
+	sum := 0
+	for i := 0; i < b.N; i++ {
+		sum += e.fault(s, 4096)
+	}
+	b.ReportMetric(float64(sum)/float64(b.N), "res")
+}
