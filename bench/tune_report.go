@@ -273,10 +273,14 @@ func (r *TuneResult) Charts(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, s := range specs {
-		c := plot.Chart{Title: s.title, XLabel: xlabel, YLabel: s.ylabel, LogX: true, LogY: s.logY}
+		c := plot.Chart{Title: s.title, XLabel: xlabel, YLabel: s.ylabel, LogX: true, LogY: s.logY, Pow2X: true}
 		for _, k := range keys {
 			ps := m[k]
-			ser := plot.Series{Label: curveLabel(k, len(engines) > 1, len(jobs) > 1)}
+			// A curve and fio's reference share a colour; fio's is dashed.
+			ref := k
+			ref.tool = "pagefeed"
+			ser := plot.Series{Label: curveLabel(k, len(engines) > 1, len(jobs) > 1),
+				ColorKey: curveLabel(ref, true, true), Dashed: k.tool != "pagefeed"}
 			for i := range ps {
 				y := s.y(&ps[i])
 				if s.logY && y <= 0 {
@@ -322,4 +326,17 @@ func (r *TuneResult) WriteAll(dir string) ([]string, error) {
 		files = append(files, c+".svg", c+".png")
 	}
 	return files, err
+}
+
+// ReadTuneResult decodes a results.json written by WriteJSON, for charts
+// redrawn without measuring again.
+func ReadTuneResult(r io.Reader) (*TuneResult, error) {
+	var res TuneResult
+	if err := json.NewDecoder(r).Decode(&res); err != nil {
+		return nil, fmt.Errorf("%w: results.json: %v", ErrBadOption, err)
+	}
+	if res.Mode != "raw" && res.Mode != "parquet" {
+		return nil, fmt.Errorf("%w: results.json: mode %q (want raw or parquet)", ErrBadOption, res.Mode)
+	}
+	return &res, nil
 }

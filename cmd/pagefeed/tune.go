@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -49,6 +50,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary for --compare-fio")
 	fs.StringVar(&cfg.OutDir, "out", "tune-results", "output `dir` for results.csv, results.json and charts")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the random offsets and page order")
+	replot := fs.String("replot", "", "redraw the charts and knees of `dir`/results.json into --out without measuring")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stderr, tuneUsage)
@@ -62,6 +64,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *replot != "" {
+		return replotTune(*replot, cfg.OutDir, stdout)
+	}
 	if parquet != "" {
 		for _, p := range strings.Split(parquet, ",") {
 			if p = strings.TrimSpace(p); p != "" {
@@ -127,8 +132,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	cfg.Progress = bar.update
 	logf := cfg.Logf
 	cfg.Logf = func(f string, a ...any) { bar.clear(); logf(f, a...) }
-	fmt.Fprintf(stderr, "pagefeed tune: %d points × %v (about %v)\n", cfg.NumPoints(), cfg.Runtime,
-		(time.Duration(cfg.NumPoints()) * cfg.Runtime).Round(time.Second))
+	runs := cfg.NumPoints()
+	if cfg.CompareFio {
+		runs *= 2 // at most: fio may be missing, and mmap has no fio run
+	}
+	fmt.Fprintf(stderr, "pagefeed tune: %d points × %v (about %v)\n", runs, cfg.Runtime,
+		(time.Duration(runs) * cfg.Runtime).Round(time.Second))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -149,6 +158,33 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s in %s\n", strings.Join(files, ", "), cfg.OutDir)
 	return runErr
+}
+
+// replotTune redraws charts and knees from dir/results.json into out.
+func replotTune(dir, out string, stdout io.Writer) error {
+	f, err := os.Open(filepath.Join(dir, "results.json"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	res, err := bench.ReadTuneResult(f)
+	if err != nil {
+		return err
+	}
+	res.Knees = bench.Knees(res.Points)
+	res.Recommended = bench.Recommend(res.Knees)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	charts, err := res.Charts(out)
+	if err != nil {
+		return err
+	}
+	if err := res.WriteSummary(stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "redrew %s (.svg, .png) in %s\n", strings.Join(charts, ", "), out)
+	return nil
 }
 
 // tuneBar is the progress bar: drawn only when stderr is a terminal.

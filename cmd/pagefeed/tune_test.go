@@ -114,4 +114,18 @@ func TestTuneCommandTiny(t *testing.T) {
 	if len(doc.Points) != 2 || doc.Points[0].IODepth != 1 || doc.Points[1].IODepth != 2 || doc.Points[0].IOPS <= 0 {
 		t.Fatalf("results.json points %+v", doc.Points)
 	}
+
+	// --replot redraws from results.json without measuring.
+	out2 := filepath.Join(dir, "out2")
+	code, stdout2, stderr := runTuneCmd(t, "--replot", out, "--out", out2)
+	if code != 0 || !strings.Contains(stdout2, "recommended: --ioengine=io_uring") {
+		t.Fatalf("replot: exit %d, stdout %q, stderr %q", code, stdout2, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "bw_vs_iodepth.png")); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(out2, "results.json"), []byte(`{"mode":"sideways"}`), 0o644)
+	if code, _, stderr := runTuneCmd(t, "--replot", out2, "--out", out2); code != 1 || !strings.Contains(stderr, "mode") {
+		t.Fatalf("replot of a bad results.json: exit %d, %q", code, stderr)
+	}
 }

@@ -33,18 +33,24 @@ const (
 )
 
 // Series is one line of a Chart: points (X[i], Y[i]) joined in order.
+// Series with the same non-empty ColorKey share a colour and a marker (a
+// measurement and its reference, say); Dashed draws the line dashed.
 type Series struct {
-	Label string
-	X, Y  []float64
+	Label    string
+	X, Y     []float64
+	ColorKey string
+	Dashed   bool
 }
 
 // Chart is a line chart. LogX and LogY put the axis on a log scale (every
-// value must then be > 0). Title and axis labels should carry units, e.g.
+// value must then be > 0); Pow2X, with LogX, marks x at every power of two
+// (queue depths). Title and axis labels should carry units, e.g.
 // "bandwidth (MiB/s)".
 type Chart struct {
 	Title          string
 	XLabel, YLabel string
 	LogX, LogY     bool
+	Pow2X          bool
 	Series         []Series
 }
 
@@ -117,7 +123,17 @@ func (c *Chart) build() (*gplot.Plot, error) {
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
+	colors := map[string]int{}
 	for i, s := range c.Series {
+		ci := i
+		if s.ColorKey != "" {
+			if k, ok := colors[s.ColorKey]; ok {
+				ci = k
+			} else {
+				ci = len(colors)
+				colors[s.ColorKey] = ci
+			}
+		}
 		xys := make(plotter.XYs, len(s.X))
 		for k := range s.X {
 			xys[k].X, xys[k].Y = s.X[k], s.Y[k]
@@ -126,23 +142,27 @@ func (c *Chart) build() (*gplot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: chart %q series %q: %v", ErrData, c.Title, s.Label, err)
 		}
-		col := palette[i%len(palette)]
+		col := palette[ci%len(palette)]
 		l.Color = col
 		l.Width = vg.Points(1.5)
+		if s.Dashed {
+			l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+		}
 		pts.Color = col
-		pts.Shape = glyphs[i%len(glyphs)]
+		pts.Shape = glyphs[ci%len(glyphs)]
 		p.Add(l, pts)
 		p.Legend.Add(s.Label, l, pts)
 	}
 	if !c.LogX {
 		p.X.Tick.Marker = plainTicks{}
+	} else if c.Pow2X {
+		p.X.Tick.Marker = pow2Ticks{}
 	}
 	if !c.LogY {
 		p.Y.Tick.Marker = plainTicks{}
 	}
 	widen(&p.X, c.LogX, 0)
-	// Room above the data for the legend, one line per series.
-	widen(&p.Y, c.LogY, 0.08*float64(len(c.Series))+0.05)
+	widen(&p.Y, c.LogY, 0.03)
 	return p, nil
 }
 
@@ -160,6 +180,20 @@ func widen(a *gplot.Axis, log bool, share float64) {
 		a.Min, a.Max = a.Min-1, a.Max+1
 	}
 	a.Max += (a.Max - a.Min) * share
+}
+
+// pow2Ticks mark every power of two in range, labelled in full.
+type pow2Ticks struct{}
+
+func (pow2Ticks) Ticks(min, max float64) []gplot.Tick {
+	var ts []gplot.Tick
+	for v := math.Exp2(math.Ceil(math.Log2(min))); v <= max; v *= 2 {
+		ts = append(ts, gplot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+	}
+	if len(ts) < 2 { // a narrow range: let gonum choose
+		return gplot.LogTicks{Prec: -1}.Ticks(min, max)
+	}
+	return ts
 }
 
 // plainTicks are gonum's default ticks labelled with %g ("250", not
@@ -183,7 +217,7 @@ func (c *Chart) Save(base string) error {
 	if err != nil {
 		return err
 	}
-	return save(p, base)
+	return save(p, base, true)
 }
 
 // Save writes the bar chart to base+".svg" and base+".png".
@@ -215,7 +249,7 @@ func (b *Bars) Save(base string) error {
 	}
 	p.Y.Min = math.Min(0, p.Y.Min)
 	p.Y.Max *= 1.1 // room for the value labels
-	return save(p, base)
+	return save(p, base, false)
 }
 
 func barTops(vs []float64) plotter.XYs {
@@ -234,7 +268,9 @@ func fmtValues(vs []float64) []string {
 	return out
 }
 
-func save(p *gplot.Plot, base string) (err error) {
+// save draws p into base.svg and base.png; with legendOutside the legend
+// gets its own column right of the data, so it never hides a line.
+func save(p *gplot.Plot, base string, legendOutside bool) (err error) {
 	// gonum panics on some ranges it cannot draw; report them instead.
 	defer func() {
 		if r := recover(); r != nil {
@@ -246,10 +282,43 @@ func save(p *gplot.Plot, base string) (err error) {
 			return fmt.Errorf("plot: %w", err)
 		}
 	}
-	for _, ext := range []string{".svg", ".png"} {
-		if err := p.Save(width, height, base+ext); err != nil {
-			return fmt.Errorf("plot: writing %s: %w", base+ext, err)
+	for _, ext := range []string{"svg", "png"} {
+		path := base + "." + ext
+		if err := render(p, path, ext, legendOutside); err != nil {
+			return fmt.Errorf("plot: writing %s: %w", path, err)
 		}
 	}
 	return nil
+}
+
+func render(p *gplot.Plot, path, format string, legendOutside bool) error {
+	w := width
+	if legendOutside {
+		w += 1.5 * vg.Inch
+	}
+	cw, err := draw.NewFormattedCanvas(w, height, format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(cw)
+	if legendOutside {
+		leg := p.Legend
+		r := leg.Rectangle(dc)
+		lw := r.Max.X - r.Min.X + vg.Points(12)
+		p.Legend = gplot.NewLegend() // empty: Plot.Draw would draw it over the data
+		p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
+		p.Legend = leg
+		leg.Draw(draw.Crop(dc, w-lw+vg.Points(6), 0, 0, 0))
+	} else {
+		p.Draw(dc)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = cw.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
