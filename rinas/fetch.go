@@ -402,14 +402,14 @@ func (l *Loader) ensureDict(ctx context.Context, c int) error {
 // onDict runs on an engine worker when a dictionary page lands: it
 // decodes it and then every unit that was waiting for it.
 func (l *Loader) onDict(c *engine.Completion) {
-	chunk := int(c.Tag)
+	chunk, w := int(c.Tag), c.Worker // c is reused once released
 	l.fc.release(l.ix.Chunk(0, chunk).File)
 	l.sa.disk.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
 	err := c.Err
 	if err == nil {
-		d, err = l.decs[c.Worker].Dictionary(l.chunks[chunk], c.Data, c.Off)
+		d, err = l.decs[w].Dictionary(l.chunks[chunk], c.Data, c.Off)
 	}
 	c.Release()
 	for _, p := range l.dicts.resolve(chunk, d, err) {
@@ -417,7 +417,7 @@ func (l *Loader) onDict(c *engine.Completion) {
 		if uerr != nil {
 			p.u.releaseComps()
 		} else {
-			uerr = l.decodeWith(l.decs[c.Worker], p.u, d)
+			uerr = l.decodeWith(l.decs[w], p.u, d)
 		}
 		l.dicts.unuse(chunk)
 		l.finishUnit(p.fb, p.u, uerr)
