@@ -60,7 +60,7 @@ type TuneConfig struct {
 	Logf func(format string, args ...any)
 }
 
-// Parquet reports whether c is a Parquet-mode grid.
+// parquet reports whether c is a Parquet-mode grid.
 func (c *TuneConfig) parquet() bool { return len(c.Parquet) > 0 }
 
 // Fill applies the defaults and validates c before anything runs: grids,
