@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pagefeed/pagefeed/internal/quality"
 )
 
 func TestParseGridList(t *testing.T) {
@@ -322,5 +324,45 @@ func TestTuneFioExec(t *testing.T) {
 		if !slices.Contains(args, w) {
 			t.Errorf("fio args %v lack %s", args, w)
 		}
+	}
+}
+
+// TestTuneParquetTiny runs a two-point Parquet grid (batch 4 and 8) on a
+// small generated dataset and checks the points and the charts.
+func TestTuneParquetTiny(t *testing.T) {
+	ds, err := quality.Write(quality.DataConfig{Dir: t.TempDir(), Topics: 2, Rows: 512, ValRows: 2, Vocab: 64, RowGroupRows: 256, PageBytes: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	res, err := RunTune(context.Background(), TuneConfig{
+		Parquet: []string{ds.Path}, Batches: []int{4, 8}, Prefetch: []int{1}, Runtime: MinTuneRuntime, OutDir: out, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) != 2 || res.Mode != "parquet" {
+		t.Fatalf("%+v", res)
+	}
+	for _, p := range res.Points {
+		if p.Err != "" || p.PagesPerS <= 0 || p.BWBytes <= 0 || p.LatP99Ns <= 0 || p.IOPS != p.PagesPerS {
+			t.Errorf("point %+v", p)
+		}
+	}
+	if len(res.Knees) != 1 || res.Knees[0].Param != "batch" || res.Recommended == nil {
+		t.Fatalf("knees %+v", res.Knees)
+	}
+	files, err := res.WriteAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"results.csv", "results.json", "pages_vs_batch.svg", "pages_vs_batch.png", "batch_latency_vs_batch.svg", "batch_latency_vs_batch.png"}
+	if !slices.Equal(files, want) {
+		t.Fatalf("files %v, want %v", files, want)
+	}
+	var b bytes.Buffer
+	res.WriteSummary(&b)
+	if !strings.Contains(b.String(), "recommended: --ioengine=io_uring --batch=") {
+		t.Fatalf("summary:\n%s", b.String())
 	}
 }

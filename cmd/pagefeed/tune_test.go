@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func runTuneCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -127,5 +128,25 @@ func TestTuneCommandTiny(t *testing.T) {
 	os.WriteFile(filepath.Join(out2, "results.json"), []byte(`{"mode":"sideways"}`), 0o644)
 	if code, _, stderr := runTuneCmd(t, "--replot", out2, "--out", out2); code != 1 || !strings.Contains(stderr, "mode") {
 		t.Fatalf("replot of a bad results.json: exit %d, %q", code, stderr)
+	}
+}
+
+func TestTuneBar(t *testing.T) {
+	var b bytes.Buffer
+	bar := &tuneBar{w: &b, per: time.Second, enabled: true}
+	bar.update(1, 4, "io_uring bs=4k iodepth=2")
+	if got := b.String(); !strings.Contains(got, "[#######.......................] 1/4 eta 3s  io_uring bs=4k iodepth=2") {
+		t.Fatalf("bar %q", got)
+	}
+	bar.clear()
+	if !strings.HasSuffix(b.String(), "\r\x1b[K") {
+		t.Fatalf("clear left %q", b.String())
+	}
+	b.Reset()
+	off := newTuneBar(&b, time.Second) // not a terminal
+	off.update(1, 4, "x")
+	off.clear()
+	if b.Len() != 0 {
+		t.Fatalf("bar drawn off a terminal: %q", b.String())
 	}
 }
