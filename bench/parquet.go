@@ -319,18 +319,27 @@ func engineInfo(i engine.Info) string {
 	return s
 }
 
-// runMmap is the page-cache baseline: the same page order, each page
-// copied out of the mmap'd file and decoded.
-func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
+// buildIndex indexes the baselines' dataset for the configured column.
+func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult) (*index.Index, error) {
 	opts := index.Options{Logf: cfg.Logf}
 	if cfg.Column != "" {
 		opts.Columns = []string{cfg.Column}
 	}
 	ix, err := index.Build(ctx, files, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res.IndexBuildNs = int64(ix.Stats().BuildTime)
+	return ix, nil
+}
+
+// runMmap is the page-cache baseline: the same page order, each page
+// copied out of the mmap'd file and decoded.
+func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
+	ix, err := buildIndex(ctx, cfg, files, res)
+	if err != nil {
+		return err
+	}
 	maps := make([][]byte, ix.NumFiles())
 	defer func() {
 		for _, m := range maps {
@@ -423,15 +432,10 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 // runArrowGo is the chunk-granular baseline: arrow-go's pqarrow reads
 // whole row groups of the column, in a seeded random order.
 func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
-	opts := index.Options{Logf: cfg.Logf}
-	if cfg.Column != "" {
-		opts.Columns = []string{cfg.Column}
-	}
-	ix, err := index.Build(ctx, files, opts)
+	ix, err := buildIndex(ctx, cfg, files, res)
 	if err != nil {
 		return err
 	}
-	res.IndexBuildNs = int64(ix.Stats().BuildTime)
 	type opened struct {
 		f   *os.File
 		pr  *file.Reader
@@ -764,15 +768,10 @@ const decodeOnlyBytes = 256 << 20
 // each with its own Decoder, for the runtime (or one pass per loop): the
 // codec's throughput on the same pages the loader reads, without I/O.
 func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult) error {
-	opts := index.Options{Logf: cfg.Logf}
-	if cfg.Column != "" {
-		opts.Columns = []string{cfg.Column}
-	}
-	ix, err := index.Build(ctx, files, opts)
+	ix, err := buildIndex(ctx, cfg, files, res)
 	if err != nil {
 		return err
 	}
-	res.IndexBuildNs = int64(ix.Stats().BuildTime)
 	type page struct {
 		ch   *codec.Chunk
 		dict *codec.Dictionary
