@@ -40,8 +40,8 @@ type TuneConfig struct {
 	NumJobs    []int    // raw: clones; default 1
 	Batches    []int    // Parquet: pages per batch; default 8,16,...,256
 	Prefetch   []int    // Parquet: batches read ahead; default 1,2,4,8
-	Direct     bool     // O_DIRECT; set NoDirect to turn it off
-	NoDirect   bool
+	Direct     bool     // O_DIRECT; Fill sets it to !NoDirect
+	NoDirect   bool     // turn O_DIRECT off (the zero value reads with O_DIRECT)
 	Runtime    time.Duration // per point; default 2s, at least MinTuneRuntime
 	Seed       uint64
 
