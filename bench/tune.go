@@ -34,14 +34,14 @@ type TuneConfig struct {
 	// Parquet lists files, directories or globs (Parquet mode).
 	Parquet []string
 
-	IOEngines  []string // io_uring|psync|mmap (raw), io_uring|psync (Parquet); default io_uring
-	IODepths   []int    // raw: queue depths; default 1,2,4,...,256
-	BlockSizes []int    // raw: bytes; default 4k,16k,64k,256k,1m
-	NumJobs    []int    // raw: clones; default 1
-	Batches    []int    // Parquet: pages per batch; default 8,16,...,256
-	Prefetch   []int    // Parquet: batches read ahead; default 1,2,4,8
-	Direct     bool     // O_DIRECT; Fill sets it to !NoDirect
-	NoDirect   bool     // turn O_DIRECT off (the zero value reads with O_DIRECT)
+	IOEngines  []string      // io_uring|psync|mmap (raw), io_uring|psync (Parquet); default io_uring
+	IODepths   []int         // raw: queue depths; default 1,2,4,...,256
+	BlockSizes []int         // raw: bytes; default 4k,16k,64k,256k,1m
+	NumJobs    []int         // raw: clones; default 1
+	Batches    []int         // Parquet: pages per batch; default 8,16,...,256
+	Prefetch   []int         // Parquet: batches read ahead; default 1,2,4,8
+	Direct     bool          // O_DIRECT; Fill sets it to !NoDirect
+	NoDirect   bool          // turn O_DIRECT off (the zero value reads with O_DIRECT)
 	Runtime    time.Duration // per point; default 2s, at least MinTuneRuntime
 	Seed       uint64
 
