@@ -98,6 +98,7 @@ func pageTag(fb, u, k int) uint64 {
 func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uint64) {
 	defer l.wg.Done()
 	defer close(l.ready)
+	defer close(l.pdone)
 	ctx := l.ctx
 	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
 	for {

@@ -64,7 +64,8 @@ type Loader struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the producer
 	closed bool
-	perr   error // the producer's error, read after ready closes
+	perr   error         // the producer's error, read after ready or pdone closes
+	pdone  chan struct{} // closed when the producer returns
 
 	// consumer state
 	epoch    uint64
@@ -113,6 +114,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 		return nil, err
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.pdone = make(chan struct{})
 	l.wg.Add(1)
 	go l.produce(l.epoch, l.shard, l.done, l.exclude)
 	ok = true
@@ -420,10 +422,23 @@ func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
 		}
 		l.waiting = fb
 	}
-	select {
-	case <-fb.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	// A producer that fails after handing fb over (a Submit refused) may
+	// never issue all of fb's reads: its error ends the wait.
+	for pdone := l.pdone; ; {
+		select {
+		case <-fb.done:
+		case <-pdone:
+			if l.perr == nil {
+				pdone = nil // it finished: fb's reads are all issued
+				continue
+			}
+			l.waiting = nil
+			l.err = l.perr
+			return nil, l.perr
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		break
 	}
 	l.waiting = nil
 	if err := fb.firstErr(); err != nil {
