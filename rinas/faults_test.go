@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/pagefeed/pagefeed/engine"
@@ -264,4 +265,54 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 			t.Logf("%d attempts, %d EIO, %d transient; %d units skipped, %d rows delivered", c.Attempts, c.EIO, c.Transient(), st.SkippedPages, len(seen))
 		})
 	}
+}
+
+// TestFaultsProducerFailureEndsWait: when the producer fails after handing
+// a batch over (here the shared engine is closed under the loader, so its
+// Submit is refused), Next returns the error instead of waiting forever
+// for reads that were never issued.
+func TestFaultsProducerFailureEndsWait(t *testing.T) {
+	ds := manyPages(t)
+	ds.paths = ds.paths[:1] // one file: open before the engine closes, so Submit is what fails
+	workers := 2
+	e, err := engine.New(engine.Options{Workers: workers, SlotSize: 64 << 10, QueueDepth: 64, SlotsPerWorker: 128, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cfg := baseConfig(ds, "id")
+	cfg.SharedEngine = e
+	cfg.Engine.Workers = workers
+	cfg.BatchPages = 4
+	var got error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l, err := Open(context.Background(), cfg)
+		if err != nil {
+			got = err
+			return
+		}
+		defer l.Close()
+		for n := 0; ; n++ {
+			if n == 1 {
+				e.Close()
+			}
+			b, err := l.Next(context.Background())
+			if err != nil {
+				got = err
+				return
+			}
+			b.Release()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Next still waiting 10 s after the engine closed")
+	}
+	if got == nil || got == io.EOF {
+		t.Fatalf("Next: %v, want the producer's error", got)
+	}
+	t.Logf("Next: %v", got)
 }
