@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -131,7 +132,7 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	bar := newTuneBar(stderr, cfg.Runtime)
 	cfg.Progress = bar.update
 	logf := cfg.Logf
-	cfg.Logf = func(f string, a ...any) { bar.clear(); logf(f, a...) }
+	cfg.Logf = func(f string, a ...any) { bar.log(logf, f, a...) }
 	runs := cfg.NumPoints()
 	if cfg.CompareFio {
 		runs *= 2 // at most: fio may be missing, and mmap has no fio run
@@ -188,11 +189,21 @@ func replotTune(dir, out string, stdout io.Writer) error {
 }
 
 // tuneBar is the progress bar: drawn only when stderr is a terminal.
+// Notices may come from engine goroutines: mu orders them with the bar.
 type tuneBar struct {
+	mu      sync.Mutex
 	w       io.Writer
 	per     time.Duration
 	drawn   bool
 	enabled bool
+}
+
+// log clears the bar and writes one notice through logf.
+func (b *tuneBar) log(logf func(string, ...any), f string, a ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clearLocked()
+	logf(f, a...)
 }
 
 func newTuneBar(stderr io.Writer, per time.Duration) *tuneBar {
@@ -208,6 +219,8 @@ func (b *tuneBar) update(done, total int, point string) {
 	if !b.enabled || total == 0 {
 		return
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	const width = 30
 	n := done * width / total
 	eta := (time.Duration(total-done) * b.per).Round(time.Second)
@@ -216,6 +229,12 @@ func (b *tuneBar) update(done, total int, point string) {
 }
 
 func (b *tuneBar) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clearLocked()
+}
+
+func (b *tuneBar) clearLocked() {
 	if b.drawn {
 		fmt.Fprint(b.w, "\r\x1b[K")
 		b.drawn = false
