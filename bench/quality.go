@@ -51,6 +51,8 @@ type QualityConfig struct {
 	Fetch string
 	// Seed seeds the dataset and the loader's shuffles.
 	Seed uint64
+	// Logf receives per-order lines and the loader's notices (possibly
+	// from engine goroutines, concurrently); default discard.
 	Logf func(format string, args ...any)
 }
 

@@ -56,7 +56,8 @@ type TuneConfig struct {
 	// Progress, when set, is called before each point with the points done,
 	// the total and the point about to run.
 	Progress func(done, total int, point string)
-	// Logf receives notices; default discard.
+	// Logf receives notices; default discard. It may be called from the
+	// engine's goroutines, concurrently.
 	Logf func(format string, args ...any)
 }
 

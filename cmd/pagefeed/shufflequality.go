@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/pagefeed/pagefeed/bench"
 )
@@ -76,7 +77,12 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !*quiet {
-		c.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed shufflequality: "+f+"\n", a...) }
+		var mu sync.Mutex // notices may come from engine goroutines
+		c.Logf = func(f string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "pagefeed shufflequality: "+f+"\n", a...)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
