@@ -32,16 +32,16 @@ var (
 // offset index (the shared datasets have a handful of pages).
 func manyPages(t *testing.T) dataset {
 	t.Helper()
-	return relDataset(t, "manypages", gen.Config{Files: 3, RowsPerFile: 8000, PageSize: 1024, RowGroupRows: 2000,
+	return relDataset(t, "manypages", gen.Config{Files: 3, RowsPerFile: 4000, PageSize: 512, RowGroupRows: 1000,
 		PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true, Seed: 3, MeanTokens: 4})
 }
 
-// v1Walk returns a dataset of V1 pages without a page index: rows cross
-// pages and the index walks page headers.
+// v1Walk returns a dataset of V1 pages without a page index: the index
+// walks page headers.
 func v1Walk(t *testing.T) dataset {
 	t.Helper()
 	return relDataset(t, "v1walk", gen.Config{Files: 2, RowsPerFile: 1500, PageSize: 2048, RowGroupRows: 500,
-		PageVersion: 1, Codec: "zstd", Seed: 7, MeanTokens: 64})
+		PageVersion: 1, Codec: "zstd", Seed: 7, MeanTokens: 8})
 }
 
 func relDataset(t *testing.T, name string, c gen.Config) dataset {
