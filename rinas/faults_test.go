@@ -3,6 +3,7 @@ package rinas
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -204,11 +205,16 @@ func TestFaultsBadPageSkipped(t *testing.T) {
 // delivered once or skipped once, never both, never twice.
 func TestFaultsRandomEIOSkipped(t *testing.T) {
 	ds := manyPages(t)
-	for _, sh := range []Shuffle{ShufflePage, ShuffleRowGroup} {
-		t.Run(sh.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		sh        Shuffle
+		batchRows int
+	}{{ShufflePage, 0}, {ShuffleRowGroup, 0}, {ShufflePage, 100}, {ShuffleRow, 64}} {
+		sh := tc.sh
+		t.Run(fmt.Sprintf("%v/rows%d", sh, tc.batchRows), func(t *testing.T) {
 			inj := &engine.RateFaults{EIO: 0.03, Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
 			cfg := baseConfig(ds, "id")
 			cfg.Shuffle = sh
+			cfg.BatchRows = tc.batchRows
 			cfg.SkipBadPages = true
 			cfg.Engine.Faults = inj
 			l := openT(t, cfg)
@@ -247,12 +253,15 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 				if sp.Path == "" || !errors.Is(sp.Err, unix.EIO) {
 					t.Fatalf("skipped %+v: want a file and an EIO", sp)
 				}
-				if sh == ShufflePage {
+				switch sh {
+				case ShuffleRow:
+					lost++ // a unit is one row
+				case ShufflePage:
 					if pages[sp.Page] {
 						t.Fatalf("page %d skipped and delivered", sp.Page)
 					}
 					lost += int64(ix.Locate(0, int(sp.Page)).NumRows)
-				} else {
+				default:
 					ci := ix.Chunk(0, ix.Locate(0, int(sp.Page)).Chunk)
 					for k := 0; k < ci.NumPages; k++ {
 						lost += int64(ix.Locate(0, ci.FirstPage+k).NumRows)
