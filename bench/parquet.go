@@ -52,12 +52,15 @@ type ParquetConfig struct {
 	Engine   string
 	Direct   bool // O_DIRECT (io_uring and psync); default on via NoDirect
 	Buffered bool // turn O_DIRECT off
-	Runtime  time.Duration
-	Loops    int // whole epochs instead of a runtime
-	Seed     uint64
-	Epoch    uint64
-	Rank     int
-	World    int
+	// Pin places the engine workers on the cores of this local rank's GPU
+	// group (package pin, $LOCAL_RANK).
+	Pin     bool
+	Runtime time.Duration
+	Loops   int // whole epochs instead of a runtime
+	Seed    uint64
+	Epoch   uint64
+	Rank    int
+	World   int
 	// DumpOrder writes every delivered page (row mode: "page row") in
 	// delivery order, one per line.
 	DumpOrder string
@@ -140,6 +143,7 @@ type ParquetResult struct {
 	EngineInfo   string
 
 	measured time.Duration // when set, the measured part of Elapsed (decode only)
+	pinned   []int         // the engine workers' CPUs, when pinned
 }
 
 // ParquetJob is a Parquet-mode job in fio's JSON shape: read.iops is pages
@@ -220,6 +224,9 @@ func RunParquet(ctx context.Context, cfg ParquetConfig, progress func(pages int6
 	res.RSSPeak = ru1.maxrss
 	res.CacheGrowth = max(residentBytes(files)-before, 0)
 	res.CPUs = affinity()
+	if res.pinned != nil {
+		res.CPUs = res.pinned
+	}
 	if err != nil {
 		return res, err
 	}
@@ -257,6 +264,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 		Engine: engine.Options{Kind: kind, Workers: cfg.Workers, QueueDepth: cfg.IODepth, Direct: direct, Logf: cfg.Logf},
 		Index:  index.Options{Logf: cfg.Logf},
 		Logf:   cfg.Logf,
+		Pin:    rinas.PinOptions{Enable: cfg.Pin},
 	}
 	if cfg.Column != "" {
 		rc.Columns = []string{cfg.Column}
@@ -267,6 +275,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	}
 	defer l.Close()
 	res.EngineInfo = engineInfo(l.Engine().Info())
+	res.pinned = l.CPUs()
 	res.IndexBuildNs = l.Stats().IndexBuildNs
 	start := time.Now()
 	lastTick := start

@@ -159,6 +159,10 @@ type Config struct {
 	// ErrMemory. Default 1 GiB.
 	MemoryLimit int64
 
+	// Pin places the engine workers on the cores next to this rank's GPU.
+	// Off by default; Engine.CPUSets, when set, wins.
+	Pin PinOptions
+
 	// Engine configures the data plane; Engine.Workers defaults to
 	// GOMAXPROCS (decoding runs on the workers). Ignored when SharedEngine
 	// is set.

@@ -49,6 +49,7 @@ type Loader struct {
 	chunks  []*codec.Chunk // lazily made by the producer
 	decs    []*codec.Decoder
 	workers int
+	cpus    []int          // the workers' CPU set, when pinned
 	syncD   *codec.Decoder // the consumer goroutine's, for resume and slow reads
 	prodD   *codec.Decoder // the producer's (ordered fetch)
 	direct  *directReader  // the producer's synchronous reads (ordered fetch)
@@ -225,6 +226,18 @@ func (l *Loader) openEngine() error {
 	}
 	if opts.Logf == nil {
 		opts.Logf = l.cfg.Logf
+	}
+	if len(opts.CPUSets) == 0 {
+		cpus, err := l.planCPUs()
+		if err != nil {
+			return err
+		}
+		if cpus != nil {
+			opts.CPUSets = [][]int{cpus}
+		}
+	}
+	if len(opts.CPUSets) > 0 {
+		l.cpus = opts.CPUSets[0]
 	}
 	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
 	tokBytes := int64(0)

@@ -17,7 +17,7 @@ import (
 const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
     [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
-    [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo] [--direct=0|1] [--output-format=normal|json]
+    [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo|decode] [--direct=0|1] [--pin] [--output-format=normal|json]
        pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME]
 `
 
@@ -61,6 +61,7 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Engine, "engine", "pagefeed", "pagefeed|arrowgo")
 	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
+	fs.BoolVar(&cfg.Pin, "pin", false, "pin engine workers to this local rank's GPU cores ($LOCAL_RANK)")
 	fs.StringVar(&format, "output-format", "normal", "normal|json")
 	compare := fs.Bool("compare", false, "run the loader against its baselines (unordered, ordered, stream, arrowgo, mmap) and print a table")
 	rounds := fs.Int("rounds", 1, "with --compare: rounds of alternating runs (medians are reported)")
