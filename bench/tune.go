@@ -159,6 +159,11 @@ func (c *TuneConfig) checkInput() error {
 		if c.Size <= 0 {
 			return &Error{Op: "open", Path: c.Filename, Off: -1, Err: errors.New("no such file, and no --size to lay it out")}
 		}
+		for _, bs := range c.BlockSizes {
+			if int64(bs) > c.Size {
+				return fmt.Errorf("%w: bs %d is larger than --size %d", ErrBadOption, bs, c.Size)
+			}
+		}
 		return checkWritable(filepath.Dir(c.Filename))
 	case err != nil:
 		return &Error{Op: "stat", Path: c.Filename, Off: -1, Err: err}

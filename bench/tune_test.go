@@ -226,6 +226,7 @@ func TestTuneFillErrors(t *testing.T) {
 		{"mmap parquet", TuneConfig{Parquet: []string{dir}, IOEngines: []string{"mmap"}}, "ioengine"},
 		{"bs over file", TuneConfig{Filename: file, BlockSizes: []int{4 << 20}}, "larger than"},
 		{"missing file no size", TuneConfig{Filename: filepath.Join(dir, "nope")}, "no --size"},
+		{"bs over size", TuneConfig{Filename: filepath.Join(dir, "nope"), Size: 8192, BlockSizes: []int{16384}}, "larger than --size"},
 		{"out under a file", TuneConfig{Filename: file, OutDir: filepath.Join(notDir, "x")}, "mkdir"},
 		{"too many points", TuneConfig{Filename: file, IODepths: seq(64), BlockSizes: []int{4096, 8192}, NumJobs: seq(64)}, "points"},
 	}
