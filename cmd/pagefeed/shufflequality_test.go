@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 func runSQ(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -18,6 +20,7 @@ func runSQ(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 // TestShuffleQualityCommand runs a tiny experiment end to end.
 func TestShuffleQualityCommand(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // engines and loaders are closed
 	out := filepath.Join(t.TempDir(), "res")
 	code, stdout, stderr := runSQ(t, "--topics", "4", "--rows", "512", "--val-rows", "64", "--vocab", "128",
 		"--row-group-rows", "128", "--page-size", "512", "--batch", "16", "--buffer", "64", "--lr", "4",

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 func runTuneCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -78,6 +80,7 @@ func TestTuneCommandErrors(t *testing.T) {
 // TestTuneCommandTiny runs two 200ms points on a small file and checks
 // every output file and the knee summary.
 func TestTuneCommandTiny(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // engines and loaders are closed
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	code, stdout, stderr := runTuneCmd(t, "--filename", filepath.Join(dir, "data"), "--size", "4m",
