@@ -11,6 +11,7 @@ import (
 // ParquetCase is one configuration of a Parquet comparison.
 type ParquetCase struct {
 	Label string
+	Short string // for chart axes
 	Mod   func(*ParquetConfig)
 }
 
@@ -19,13 +20,13 @@ type ParquetCase struct {
 // shuffle buffer, arrow-go reading whole row groups, and page-cache reads
 // through mmap.
 var DefaultParquetCases = []ParquetCase{
-	{"page shuffle, unordered (pagefeed)", func(c *ParquetConfig) { c.Shuffle, c.Fetch = "page", "unordered" }},
-	{"page shuffle, ordered (map-style)", func(c *ParquetConfig) { c.Shuffle, c.Fetch = "page", "ordered" }},
-	{"stream + 8192-row buffer", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows, c.Buffer = "stream", "unordered", 1024, 8192 }},
-	{"row-group shuffle (Reimu, pagefeed)", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows = "rowgroup", "unordered", 1024 }},
-	{"page shuffle via arrow-go (row-group reads)", func(c *ParquetConfig) { c.Shuffle, c.Engine = "page", "arrowgo" }},
-	{"page shuffle, mmap (page cache)", func(c *ParquetConfig) { c.Shuffle, c.IOEngine = "page", "mmap" }},
-	{"decode only (pages in memory, all cores)", func(c *ParquetConfig) { c.Engine = "decode" }},
+	{"page shuffle, unordered (pagefeed)", "unordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = "page", "unordered" }},
+	{"page shuffle, ordered (map-style)", "ordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = "page", "ordered" }},
+	{"stream + 8192-row buffer", "stream+buf", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows, c.Buffer = "stream", "unordered", 1024, 8192 }},
+	{"row-group shuffle (Reimu, pagefeed)", "rowgroup", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows = "rowgroup", "unordered", 1024 }},
+	{"page shuffle via arrow-go (row-group reads)", "arrow-go", func(c *ParquetConfig) { c.Shuffle, c.Engine = "page", "arrowgo" }},
+	{"page shuffle, mmap (page cache)", "mmap", func(c *ParquetConfig) { c.Shuffle, c.IOEngine = "page", "mmap" }},
+	{"decode only (pages in memory, all cores)", "decode only", func(c *ParquetConfig) { c.Engine = "decode" }},
 }
 
 // ParquetCompareConfig runs each case for Runtime, Rounds times, alternating.
@@ -40,7 +41,7 @@ type ParquetCompareConfig struct {
 
 // ParquetCompareRow is one case's median over rounds.
 type ParquetCompareRow struct {
-	Label                   string
+	Label, Short            string
 	PagesPerSec, RowsPerSec float64
 	DiskBps                 float64
 	BatchP50Ns, BatchP99Ns  float64
@@ -71,7 +72,7 @@ func CompareParquet(ctx context.Context, cfg ParquetCompareConfig) ([]ParquetCom
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.Label, err)
 			}
-			rows[i].Label = c.Label
+			rows[i].Label, rows[i].Short = c.Label, c.Short
 			rows[i].Runs = append(rows[i].Runs, res)
 			if cfg.Progress != nil {
 				j := res.JSON().Jobs[0]

@@ -7,7 +7,8 @@
 #  4. runs pagebench's Parquet mode: page shuffle with unordered (RINAS)
 #     and ordered fetch, a sequential stream with a shuffle buffer,
 #     arrow-go reading whole row groups, and page-cache reads via mmap,
-#     and prints one comparison table (same run, ratios);
+#     and prints one comparison table (same run, ratios), with charts in
+#     DIR/charts (SVG and PNG);
 #  5. runs the raw 4 KiB randread job against fio when fio is installed.
 # Under 3 minutes on a 2-core machine.
 set -euo pipefail
@@ -34,7 +35,7 @@ bin/pagefeed index "$data" --column input_ids
 
 echo
 echo "== loader vs baselines: $runtime s each, column input_ids, batch 64 pages, O_DIRECT"
-bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$runtime" 2>/dev/null
+bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$runtime" --charts="$dir/charts" 2>/dev/null
 
 if command -v fio >/dev/null 2>&1; then
 	echo

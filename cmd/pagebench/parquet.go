@@ -7,11 +7,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/pagefeed/pagefeed/bench"
+	"github.com/pagefeed/pagefeed/internal/plot"
 )
 
 const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
@@ -65,6 +67,7 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&format, "output-format", "normal", "normal|json")
 	compare := fs.Bool("compare", false, "run the loader against its baselines (unordered, ordered, stream, arrowgo, mmap) and print a table")
 	rounds := fs.Int("rounds", 1, "with --compare: rounds of alternating runs (medians are reported)")
+	charts := fs.String("charts", "", "with --compare: write bar charts (SVG and PNG) of rows/s and batch p99 into this folder")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			_, err = io.WriteString(stdout, parquetUsage)
@@ -122,11 +125,23 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 		if cfg.Runtime <= 0 {
 			return fmt.Errorf("--compare needs --runtime")
 		}
+		if *charts != "" {
+			// Fail before measuring when the folder cannot be written.
+			if err := os.MkdirAll(*charts, 0o755); err != nil {
+				return fmt.Errorf("--charts: %w", err)
+			}
+		}
 		rows, err := bench.CompareParquet(ctx, bench.ParquetCompareConfig{Base: cfg, Runtime: cfg.Runtime, Rounds: *rounds, Progress: stderr})
 		if err != nil {
 			return err
 		}
-		return bench.WriteParquetTable(stdout, rows)
+		if err := bench.WriteParquetTable(stdout, rows); err != nil {
+			return err
+		}
+		if *charts == "" {
+			return nil
+		}
+		return writeCompareCharts(*charts, rows, stdout)
 	}
 	res, err := bench.RunParquet(ctx, cfg, progress)
 	if err != nil {
@@ -151,3 +166,31 @@ type multi []string
 
 func (m *multi) String() string     { return strings.Join(*m, ",") }
 func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+// writeCompareCharts draws the comparison: rows/s (log scale would hide
+// nothing here, so linear with values printed) and batch latency p99.
+func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Writer) error {
+	labels := make([]string, len(rows))
+	rps := make([]float64, len(rows))
+	p99 := make([]float64, len(rows))
+	for i, r := range rows {
+		labels[i], rps[i], p99[i] = r.Short, r.RowsPerSec, r.BatchP99Ns/1e6
+		if labels[i] == "" {
+			labels[i] = r.Label
+		}
+	}
+	for _, c := range []struct {
+		name string
+		bars plot.Bars
+	}{
+		{"compare_rows_per_sec", plot.Bars{Title: "rows delivered per second (same run)", YLabel: "rows/s", Labels: labels, Values: rps}},
+		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "ms", Labels: labels, Values: p99}},
+	} {
+		base := filepath.Join(dir, c.name)
+		if err := c.bars.Save(base); err != nil {
+			return fmt.Errorf("chart %s: %w", base, err)
+		}
+		fmt.Fprintf(stdout, "wrote %s.svg and %s.png\n", base, base)
+	}
+	return nil
+}
