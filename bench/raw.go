@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -345,8 +346,20 @@ func prepareFile(job *Job, stderr io.Writer) (size int64, align int, err error) 
 		return 0, 0, &Error{Op: "stat", Path: path, Off: -1, Err: err}
 	case st.IsDir():
 		return 0, 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("is a directory, want a file")}
+	case st.Mode()&fs.ModeDevice != 0 && st.Mode()&fs.ModeCharDevice == 0:
+		// A block device: read-only, never laid out; --size at most its size.
+		dev, err := blockDeviceSize(path)
+		if err != nil {
+			return 0, 0, err
+		}
+		if job.Size == 0 {
+			job.Size = dev
+		} else if job.Size > dev {
+			return 0, 0, &Error{Op: "open", Path: path, Off: -1,
+				Err: fmt.Errorf("%w: --size %d is larger than the block device (%d bytes); block devices are never written", ErrBadOption, job.Size, dev)}
+		}
 	case !st.Mode().IsRegular():
-		return 0, 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("not a regular file")}
+		return 0, 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("not a regular file or block device")}
 	case job.Size == 0:
 		job.Size = st.Size()
 	case st.Size() < job.Size:
@@ -427,4 +440,18 @@ func layout(path string, cur, size int64, name string, stderr io.Writer) error {
 		return &Error{Op: "layout", Path: path, Off: -1, Err: err}
 	}
 	return nil
+}
+
+// blockDeviceSize returns the size of the block device at path.
+func blockDeviceSize(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, &Error{Op: "open", Path: path, Off: -1, Err: err}
+	}
+	defer f.Close()
+	var n uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&n))); e != 0 {
+		return 0, &Error{Op: "ioctl BLKGETSIZE64", Path: path, Off: -1, Err: e}
+	}
+	return int64(n), nil
 }

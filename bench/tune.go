@@ -167,12 +167,21 @@ func (c *TuneConfig) checkInput() error {
 		return checkWritable(filepath.Dir(c.Filename))
 	case err != nil:
 		return &Error{Op: "stat", Path: c.Filename, Off: -1, Err: err}
+	case st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0:
+		// Block devices are read, never written.
 	case !st.Mode().IsRegular():
-		return &Error{Op: "open", Path: c.Filename, Off: -1, Err: errors.New("not a regular file (block devices are not supported by the raw engine yet)")}
+		return &Error{Op: "open", Path: c.Filename, Off: -1, Err: errors.New("not a regular file or block device")}
 	}
 	size := c.Size
 	if size == 0 {
 		size = st.Size()
+		if st.Mode()&os.ModeDevice != 0 {
+			dev, err := blockDeviceSize(c.Filename)
+			if err != nil {
+				return err
+			}
+			size = dev
+		}
 	}
 	for _, bs := range c.BlockSizes {
 		if int64(bs) > size {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,7 +51,17 @@ func (e *Engine) Open(path string) (*File, error) {
 		unix.Close(fd)
 		return nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
 	}
-	f := &File{e: e, path: path, size: int64(stx.Size), direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	size := int64(stx.Size)
+	if stx.Mode&unix.S_IFMT == unix.S_IFBLK {
+		// A block device's size is not in st_size.
+		n, err := blockDeviceSize(fd)
+		if err != nil {
+			unix.Close(fd)
+			return nil, &Error{Op: "ioctl BLKGETSIZE64", Path: path, Err: err}
+		}
+		size = n
+	}
+	f := &File{e: e, path: path, size: size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
 	f.cond = sync.NewCond(&f.mu)
 	if direct {
 		f.offAlign, f.memAlign = dioAlign(&stx)
@@ -169,4 +180,13 @@ func (f *File) readDone() {
 		f.cond.Broadcast()
 		f.mu.Unlock()
 	}
+}
+
+// blockDeviceSize returns the size in bytes of the block device open at fd.
+func blockDeviceSize(fd int) (int64, error) {
+	var n uint64
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&n))); e != 0 {
+		return 0, e
+	}
+	return int64(n), nil
 }
