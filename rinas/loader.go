@@ -329,7 +329,7 @@ func (l *Loader) openEngine() error {
 	return nil
 }
 
-// unitCount is the number of units of an epoch.
+// perm returns the order of the units of an epoch.
 func (l *Loader) perm(epoch uint64) perm.Perm {
 	return perm.New(l.nUnits, l.cfg.Seed, epoch)
 }
