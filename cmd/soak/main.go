@@ -49,6 +49,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: soak [--time D] [--interval D] [--dir DIR] [--json]")
 		return 2
 	}
+	if *interval <= 0 {
+		*interval = max(*dur/20, time.Second) // soak.Config's default, said up front
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	fmt.Fprintf(stdout, "soak: %v of mixed loader runs under injected faults, a sample every %v\n", *dur, *interval)
