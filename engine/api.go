@@ -159,6 +159,10 @@ type Engine struct {
 	regFree []int32 // free registered-file indices
 }
 
+// Workers returns the number of workers; Completion.Worker and
+// Request.Worker range over [0, Workers()).
+func (e *Engine) Workers() int { return len(e.workers) }
+
 // Info reports the backend and the fallbacks taken.
 func (e *Engine) Info() Info {
 	e.infoMu.Lock()

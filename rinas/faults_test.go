@@ -20,9 +20,7 @@ import (
 )
 
 // The reliability tests generate their own datasets, once per test binary,
-// under relDir; TestZZReliabilityCleanup (last in reliability_test.go)
-// removes it. They do not use testDataset: its folder is removed by
-// TestZZCleanup, which runs before the loader tests that need it.
+// under relDir; TestMain removes it after the last test.
 var (
 	relMu   sync.Mutex
 	relDir  string

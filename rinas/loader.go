@@ -261,7 +261,9 @@ func (l *Loader) openEngine() error {
 	// enough for the whole window reuses their buffers instead of making
 	// the runtime zero fresh ones for every page.
 	copts := codec.Options{Mem: &codec.PoolAllocator{MaxPerClass: 4 * l.cfg.BatchPages * l.unitMax * (l.cfg.Prefetch + 2)}}
-	l.workers = max(opts.Workers, 1)
+	// One decoder per worker of the engine actually used (a shared
+	// engine may have another worker count than Engine.Workers says).
+	l.workers = max(l.eng.Workers(), 1)
 	l.decs = make([]*codec.Decoder, l.workers)
 	for i := range l.decs {
 		l.decs[i] = codec.NewDecoder(copts)

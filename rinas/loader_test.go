@@ -15,13 +15,29 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
 	"go.uber.org/goleak"
 )
 
+// TestMain removes the datasets the tests generated once every test has
+// run, then checks that no goroutine outlived them.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if dsDir != "" {
+		os.RemoveAll(dsDir)
+	}
+	if relDir != "" {
+		os.RemoveAll(relDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // datasets are generated once per test binary.
@@ -69,18 +85,9 @@ func testDataset(t *testing.T, kind string) dataset {
 	if dsErr != nil {
 		t.Fatalf("generate dataset: %v", dsErr)
 	}
-	t.Cleanup(func() {}) // the directory is removed by TestZZCleanup
 	dir := filepath.Join(dsDir, kind)
 	matches, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	return dataset{paths: matches, rows: dsFiles * dsRows}
-}
-
-// TestZZCleanup runs last (tests run in source order) and removes the
-// generated datasets.
-func TestZZCleanup(t *testing.T) {
-	if dsDir != "" {
-		os.RemoveAll(dsDir)
-	}
 }
 
 func baseConfig(ds dataset, col string) Config {
@@ -511,3 +518,24 @@ func wholeColumnLengths(t *testing.T, paths []string) []int {
 }
 
 var _ arrow.Array
+
+func TestSharedEngineWithOtherWorkerCount(t *testing.T) {
+	ds := testDataset(t, "v2")
+	for _, workers := range []int{1, 3} {
+		e, err := engine.New(engine.Options{Workers: workers, SlotSize: 64 << 10, SlotsPerWorker: 128, Logf: func(string, ...any) {}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := baseConfig(ds, "id")
+		cfg.SharedEngine = e
+		l := openT(t, cfg)
+		ids, _, _ := drain(t, l, -1)
+		checkExactlyOnce(t, ids, ds.rows)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -332,15 +332,3 @@ func TestReliabilityManyFiles(t *testing.T) {
 	}
 	t.Logf("%d files, %d pages, each once; at most %d files open (budget %d, RLIMIT_NOFILE 1024)", nfiles, pages, peak, budget)
 }
-
-// TestZZReliabilityCleanup runs last (this file sorts last among the
-// package's tests) and removes the reliability tests' datasets.
-func TestZZReliabilityCleanup(t *testing.T) {
-	relMu.Lock()
-	defer relMu.Unlock()
-	if relDir != "" {
-		os.RemoveAll(relDir)
-		relDir = ""
-		clear(relSets)
-	}
-}
