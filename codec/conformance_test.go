@@ -1,7 +1,6 @@
 package codec
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,45 +90,6 @@ func chunkPagesFrom(t testing.TB, f io.ReaderAt, path string, rdr *file.Reader, 
 		cp.offs = append(cp.offs, off+r.Off)
 	}
 	return cp, nil
-}
-
-// referenceColumn reads leaf col of row group rg with pqarrow, as the whole
-// top-level field restricted to that leaf.
-func referenceColumn(t testing.TB, fr *pqarrow.FileReader, rg, col int) (arrow.Array, error) {
-	t.Helper()
-	leaf, err := fr.Manifest.GetColumnField(col)
-	if err != nil {
-		return nil, err
-	}
-	top := leaf
-	for p := fr.Manifest.GetParent(top); p != nil; p = fr.Manifest.GetParent(top) {
-		top = p
-	}
-	idx := -1
-	for i := range fr.Manifest.Fields {
-		if &fr.Manifest.Fields[i] == top {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		return nil, errors.New("top-level field not found")
-	}
-	cr, err := fr.GetFieldReader(context.Background(), idx, map[int]bool{col: true}, []int{rg})
-	if err != nil {
-		return nil, err
-	}
-	defer cr.Release()
-	ch, err := fr.ReadColumn([]int{rg}, cr)
-	if err != nil {
-		return nil, err
-	}
-	defer ch.Release()
-	if len(ch.Chunks()) == 1 {
-		a := ch.Chunk(0)
-		a.Retain()
-		return a, nil
-	}
-	return array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
 }
 
 // checkChunk decodes every page of a chunk on its own (with its
@@ -259,7 +219,7 @@ func TestParquetTestingConformance(t *testing.T) {
 				if fr == nil {
 					err = errors.New("pqarrow cannot open the file")
 				} else {
-					ref, err = referenceColumn(t, fr, rg, col)
+					ref, err = ReferenceColumn(fr, rg, col)
 				}
 				if err != nil {
 					// pqarrow cannot read it: decode anyway and count rows;

@@ -116,7 +116,7 @@ func (m *memFile) pages(t testing.TB, rg, col int) *chunkPages {
 
 func (m *memFile) column(t testing.TB, rg, col int) arrow.Array {
 	t.Helper()
-	a, err := referenceColumn(t, m.fr, rg, col)
+	a, err := ReferenceColumn(m.fr, rg, col)
 	if err != nil {
 		t.Fatal(err)
 	}

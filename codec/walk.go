@@ -1,9 +1,14 @@
 package codec
 
 import (
+	"context"
+	"errors"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // PageRef locates one page inside a column chunk's bytes.
@@ -130,4 +135,45 @@ func Equal(a, b arrow.Array) bool {
 		return true
 	}
 	return array.ApproxEqual(a, b, array.WithNaNsEqual(true), array.WithAbsTolerance(0))
+}
+
+// ReferenceColumn reads leaf col of row group rg with arrow-go's pqarrow,
+// as the whole top-level field restricted to that leaf: the reference a
+// page's rows are compared with (after ProjectLike). It does not recover
+// pqarrow's panics; callers that must survive them recover. Release the
+// result.
+func ReferenceColumn(fr *pqarrow.FileReader, rg, col int) (arrow.Array, error) {
+	leaf, err := fr.Manifest.GetColumnField(col)
+	if err != nil {
+		return nil, err
+	}
+	top := leaf
+	for p := fr.Manifest.GetParent(top); p != nil; p = fr.Manifest.GetParent(top) {
+		top = p
+	}
+	idx := -1
+	for i := range fr.Manifest.Fields {
+		if &fr.Manifest.Fields[i] == top {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, errors.New("top-level field not found")
+	}
+	cr, err := fr.GetFieldReader(context.Background(), idx, map[int]bool{col: true}, []int{rg})
+	if err != nil {
+		return nil, err
+	}
+	defer cr.Release()
+	ch, err := fr.ReadColumn([]int{rg}, cr)
+	if err != nil {
+		return nil, err
+	}
+	defer ch.Release()
+	if len(ch.Chunks()) == 1 {
+		a := ch.Chunk(0)
+		a.Retain()
+		return a, nil
+	}
+	return array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
 }

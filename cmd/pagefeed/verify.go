@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -177,42 +176,14 @@ func verifyFile(path string, cols []string, rng *rand.Rand) []verifyResult {
 	return out
 }
 
-// verifyReference reads leaf col of row group rg with pqarrow, as its
-// top-level field restricted to that leaf.
+// verifyReference is codec.ReferenceColumn, surviving pqarrow's panics.
 func verifyReference(fr *pqarrow.FileReader, rg, col int) (arr arrow.Array, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("pqarrow panicked: %v", r)
 		}
 	}()
-	leaf, err := fr.Manifest.GetColumnField(col)
-	if err != nil {
-		return nil, err
-	}
-	top := leaf
-	for p := fr.Manifest.GetParent(top); p != nil; p = fr.Manifest.GetParent(top) {
-		top = p
-	}
-	idx := -1
-	for i := range fr.Manifest.Fields {
-		if &fr.Manifest.Fields[i] == top {
-			idx = i
-		}
-	}
-	if idx < 0 {
-		return nil, errors.New("top-level field not found")
-	}
-	cr, err := fr.GetFieldReader(context.Background(), idx, map[int]bool{col: true}, []int{rg})
-	if err != nil {
-		return nil, err
-	}
-	defer cr.Release()
-	ch, err := fr.ReadColumn([]int{rg}, cr)
-	if err != nil {
-		return nil, err
-	}
-	defer ch.Release()
-	return array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
+	return codec.ReferenceColumn(fr, rg, col)
 }
 
 // verifyChunk decodes every page of a column chunk alone (with the pages
