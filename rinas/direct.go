@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -126,9 +127,10 @@ func (l *Loader) readUnitSync(u *unit) error {
 		u.data[k], u.offs[k] = span[lo:lo+int64(loc.Size)], loc.Offset
 	}
 	err = l.decodePages(l.prodD, u, dict, func(path string, off int64, n int) ([]byte, error) {
-		// Past the unit (rows longer than a page): the span is consumed
-		// already, so the shared buffer may be reused.
-		return l.direct.read(path, off, n)
+		// Past the unit (rows longer than a page). The reader reuses its
+		// buffer on every read, and a span holds several pages.
+		b, err := l.direct.read(path, off, n)
+		return slices.Clone(b), err
 	})
 	clear(u.data[:u.n])
 	return err

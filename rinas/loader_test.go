@@ -539,3 +539,58 @@ func TestSharedEngineWithOtherWorkerCount(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsLongerThanTwoPages: rows of several pages go through the
+// synchronous span extension, on the engine path and on the ordered path.
+func TestRowsLongerThanTwoPages(t *testing.T) {
+	dir := t.TempDir()
+	res, err := gen.Run(context.Background(), gen.Config{Dir: dir, Files: 1, RowsPerFile: 120, PageSize: 1024,
+		PageVersion: 1, PageIndex: false, Codec: "snappy", Seed: 5, MeanTokens: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wholeColumnLengths(t, res.Files)
+	for _, fetch := range []Fetch{Unordered, Ordered} {
+		t.Run(fetch.String(), func(t *testing.T) {
+			cfg := baseConfig(dataset{paths: res.Files}, "input_ids")
+			cfg.Shuffle, cfg.Fetch = ShuffleNone, fetch
+			l := openT(t, cfg)
+			var got []int
+			for {
+				b, err := l.Next(context.Background())
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Unordered batches arrive in landing order: sort by page.
+				type pg struct {
+					page uint64
+					lens []int
+				}
+				var pages []pg
+				for i, a := range b.Arrays {
+					la := a.(*array.List)
+					var lens []int
+					for r := 0; r < la.Len(); r++ {
+						lo, hi := la.ValueOffsets(r)
+						lens = append(lens, int(hi-lo))
+					}
+					pages = append(pages, pg{b.Pages[i], lens})
+				}
+				slices.SortFunc(pages, func(x, y pg) int { return int(x.page) - int(y.page) })
+				for _, p := range pages {
+					got = append(got, p.lens...)
+				}
+				b.Release()
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("%d rows, want %d (lengths differ)", len(got), len(want))
+			}
+			if l.Stats().SlowReads == 0 {
+				t.Fatal("no row needed more than two pages: the test does not cover the span extension")
+			}
+		})
+	}
+}

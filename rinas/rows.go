@@ -368,31 +368,11 @@ func (l *Loader) readPageSync(g int) (*codec.Page, error) {
 	if err := l.prepareChunk(loc.Chunk); err != nil {
 		return nil, err
 	}
-	ch := l.chunks[loc.Chunk]
 	dict, err := l.syncDict(loc.Chunk)
 	if err != nil {
 		return nil, err
 	}
-	end := l.chunkEnd(loc.Chunk)
-	var bufs [][]byte
-	var offs []int64
-	for k := g; k < end && k < g+64; k++ {
-		lk := l.ix.Locate(0, k)
-		b, err := preadFile(ch.Path, lk.Offset, int(lk.Size))
-		if err != nil {
-			return nil, err
-		}
-		bufs, offs = append(bufs, b), append(offs, lk.Offset)
-		p, err := l.syncD.DecodeSpan(ch, dict, bufs, offs)
-		if err != nil {
-			return nil, err
-		}
-		if !p.LastRowMayContinue() || k+1 == end {
-			return p, nil
-		}
-		p.Release()
-	}
-	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, loc.Offset)
+	return l.extendSpan(l.syncD, loc.Chunk, dict, nil, nil, g, preadFile)
 }
 
 func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
@@ -416,7 +396,8 @@ func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
 	return d, nil
 }
 
-// readFunc reads n bytes at off of path (the slow paths).
+// readFunc reads n bytes at off of path (the slow paths). The slice it
+// returns must stay valid after the next call.
 type readFunc func(path string, off int64, n int) ([]byte, error)
 
 // slowSpan completes page k of u, whose last row runs past the pages read,
@@ -424,20 +405,28 @@ type readFunc func(path string, off int64, n int) ([]byte, error)
 func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictionary, p *codec.Page, read readFunc) (*codec.Page, error) {
 	p.Release()
 	l.sa.slow.Add(1)
-	ch := l.chunks[u.chunk]
 	var bufs [][]byte
 	var offs []int64
 	for i := k; i < u.n; i++ {
+		// u's pages sit in slots or a shared buffer that the reads reuse.
 		bufs, offs = append(bufs, slices.Clone(u.data[i])), append(offs, u.offs[i])
 	}
-	end := l.chunkEnd(u.chunk)
-	for g := u.first + u.n; g < end && len(bufs) < 64; g++ {
+	return l.extendSpan(dec, u.chunk, dict, bufs, offs, u.first+u.n, read)
+}
+
+// extendSpan reads the pages of chunk c from page next on, appending each
+// to bufs, and decodes the span of bufs until its last row ends, the chunk
+// ends or 64 pages are held.
+func (l *Loader) extendSpan(dec *codec.Decoder, c int, dict *codec.Dictionary, bufs [][]byte, offs []int64, next int, read readFunc) (*codec.Page, error) {
+	ch := l.chunks[c]
+	end := l.chunkEnd(c)
+	for g := next; g < end && len(bufs) < 64; g++ {
 		loc := l.ix.Locate(0, g)
 		b, err := read(ch.Path, loc.Offset, int(loc.Size))
 		if err != nil {
 			return nil, err
 		}
-		bufs, offs = append(bufs, slices.Clone(b)), append(offs, loc.Offset)
+		bufs, offs = append(bufs, b), append(offs, loc.Offset)
 		q, err := dec.DecodeSpan(ch, dict, bufs, offs)
 		if err != nil {
 			return nil, err
@@ -447,7 +436,11 @@ func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictio
 		}
 		q.Release()
 	}
-	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, offs[0])
+	first := int64(-1)
+	if len(offs) > 0 {
+		first = offs[0]
+	}
+	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, first)
 }
 
 func preadFile(path string, off int64, n int) ([]byte, error) {
