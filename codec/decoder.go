@@ -61,6 +61,15 @@ type Options struct {
 	// DefaultAllocator, a PoolAllocator that reuses the buffers of released
 	// arrays (release Pages and arrays to benefit).
 	Mem memory.Allocator
+	// AliasInput lets DecodePage and DecodeSpan return arrays whose values
+	// are the caller's page bytes, not a copy, where that is possible: a
+	// list of fixed-width values (int32, int64, float, double), PLAIN,
+	// stored uncompressed, every level a value, whose rows all end in that
+	// page (nothing taken from following pages). Page.Aliased reports it;
+	// the caller must then keep the page bytes unchanged until the Page and
+	// every Retain of its array (and of anything built on its buffers) are
+	// released. Default false: pageBytes is never retained.
+	AliasInput bool
 }
 
 func (o *Options) fill() {
@@ -142,8 +151,10 @@ type Decoder struct {
 	defs, reps []int16
 	vals       values
 	idx        []int32 // dictionary indices
-	bits       []byte  // validity scratch
-	repB, defB []byte  // level streams of the page intoPrologue loaded
+	offs       []int32 // row starts of a fastList page
+	cont       []contPage
+	bits       []byte // validity scratch
+	repB, defB []byte // level streams of the page intoPrologue loaded
 }
 
 // spanBuf holds one page's decompressed bytes for as long as values decoded
@@ -363,6 +374,17 @@ func recoverCorrupt(err *error) {
 // into span buffer k; it returns the header and the uncompressed page
 // (levels and values, as on disk for V2 pages).
 func (d *Decoder) loadBytes(c *Chunk, dict *Dictionary, k int, pageBytes []byte) (h PageHeader, page []byte, err error) {
+	h, body, err := d.parseBody(c, dict, pageBytes)
+	if err != nil {
+		return h, nil, err
+	}
+	page, err = d.expandSpan(c, k, &h, body)
+	return h, page, err
+}
+
+// parseBody parses and checks a data page's header and returns it with the
+// page's body as stored (compressed, CRC checked).
+func (d *Decoder) parseBody(c *Chunk, dict *Dictionary, pageBytes []byte) (h PageHeader, body []byte, err error) {
 	h, n, err := ParsePageHeader(pageBytes)
 	if err != nil {
 		return h, nil, err
@@ -390,7 +412,7 @@ func (d *Decoder) loadBytes(c *Chunk, dict *Dictionary, k int, pageBytes []byte)
 	if int(nv) > d.opts.MaxPageValues {
 		return h, nil, kindf(ErrPageTooLarge, "page claims %d values; limit %d", nv, d.opts.MaxPageValues)
 	}
-	body, err := d.checkBody(&h, pageBytes[n:])
+	body, err = d.checkBody(&h, pageBytes[n:])
 	if err != nil {
 		return h, nil, err
 	}
@@ -401,30 +423,60 @@ func (d *Decoder) loadBytes(c *Chunk, dict *Dictionary, k int, pageBytes []byte)
 	if err := checkEncoding(c, enc, dict); err != nil {
 		return h, nil, err
 	}
-	for len(d.spans) <= k {
-		d.spans = append(d.spans, spanBuf{})
+	return h, body, nil
+}
+
+// expandSpan expands body into span buffer k and returns the page.
+func (d *Decoder) expandSpan(c *Chunk, k int, h *PageHeader, body []byte) ([]byte, error) {
+	dst := d.spanBytes(k, int(h.UncompressedSize))
+	if err := d.expand(c, h, body, dst); err != nil {
+		return nil, err
 	}
-	sb := &d.spans[k]
-	size := int(h.UncompressedSize)
-	if cap(sb.b) < size {
-		sb.b = make([]byte, size, size+size/4)
+	return dst, nil
+}
+
+// storedPlain returns the page itself when body is it, uncompressed and
+// complete (levels and values as expand would give them), else nil.
+func storedPlain(c *Chunk, h *PageHeader, body []byte) []byte {
+	if len(body) != int(h.UncompressedSize) {
+		return nil
 	}
-	dst := sb.b[:size]
+	if h.Type == DataPage {
+		if c.Codec != compress.Codecs.Uncompressed {
+			return nil
+		}
+		return body
+	}
+	v2 := &h.V2
+	lv := int64(v2.DefLevelsLen) + int64(v2.RepLevelsLen)
+	if v2.DefLevelsLen < 0 || v2.RepLevelsLen < 0 || lv > int64(len(body)) || v2.NumNulls < 0 || v2.NumRows < 0 {
+		return nil
+	}
+	if v2.IsCompressed && c.Codec != compress.Codecs.Uncompressed && int(lv) != len(body) {
+		return nil
+	}
+	return body
+}
+
+// expand fills dst (len h.UncompressedSize) with the page: body
+// decompressed, V2 levels copied.
+func (d *Decoder) expand(c *Chunk, h *PageHeader, body, dst []byte) error {
+	size := len(dst)
 	if h.Type == DataPage {
 		if size == 0 && len(body) == 0 {
 			// an empty page: nothing to decompress
 		} else if err := d.dec.decompress(c.Codec, dst, body); err != nil {
-			return h, nil, decompressErr(c.Codec, err)
+			return decompressErr(c.Codec, err)
 		}
-		return h, dst, nil
+		return nil
 	}
 	v2 := &h.V2
 	lv := int64(v2.DefLevelsLen) + int64(v2.RepLevelsLen)
 	if v2.DefLevelsLen < 0 || v2.RepLevelsLen < 0 || lv > int64(len(body)) || lv > int64(size) {
-		return h, nil, kindf(ErrCorrupt, "data page v2 level lengths %d+%d exceed the page", v2.RepLevelsLen, v2.DefLevelsLen)
+		return kindf(ErrCorrupt, "data page v2 level lengths %d+%d exceed the page", v2.RepLevelsLen, v2.DefLevelsLen)
 	}
 	if v2.NumNulls < 0 || v2.NumRows < 0 {
-		return h, nil, kindf(ErrCorrupt, "data page v2 with negative null or row count")
+		return kindf(ErrCorrupt, "data page v2 with negative null or row count")
 	}
 	copy(dst, body[:lv])
 	if int64(size) == lv {
@@ -433,14 +485,14 @@ func (d *Decoder) loadBytes(c *Chunk, dict *Dictionary, k int, pageBytes []byte)
 		// valid stream of nothing; there is nothing to decompress either way.
 	} else if v2.IsCompressed && c.Codec != compress.Codecs.Uncompressed {
 		if err := d.dec.decompress(c.Codec, dst[lv:], body[lv:]); err != nil {
-			return h, nil, decompressErr(c.Codec, err)
+			return decompressErr(c.Codec, err)
 		}
 	} else if len(body) != size {
-		return h, nil, kindf(ErrCorrupt, "uncompressed data page v2 body is %d bytes, header says %d", len(body), size)
+		return kindf(ErrCorrupt, "uncompressed data page v2 body is %d bytes, header says %d", len(body), size)
 	} else {
 		copy(dst[lv:], body[lv:])
 	}
-	return h, dst, nil
+	return nil
 }
 
 // arm hands the page loaded into span buffer k to st's arrow-go column
@@ -504,4 +556,16 @@ func encName(e parquet.Encoding) string {
 		return e.String()
 	}
 	return fmt.Sprintf("Encoding(%d)", int32(e))
+}
+
+// spanBytes returns size bytes of span buffer k.
+func (d *Decoder) spanBytes(k, size int) []byte {
+	for len(d.spans) <= k {
+		d.spans = append(d.spans, spanBuf{})
+	}
+	sb := &d.spans[k]
+	if cap(sb.b) < size {
+		sb.b = make([]byte, size, size+size/4)
+	}
+	return sb.b[:size]
 }

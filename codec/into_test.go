@@ -232,7 +232,7 @@ func TestGeneralAllocs(t *testing.T) {
 	for range cp.pages {
 		run()
 	}
-	if a := testing.AllocsPerRun(200, run); a > 7 {
-		t.Errorf("%v allocations per page, want at most 7", a)
+	if a := testing.AllocsPerRun(200, run); a > 4 {
+		t.Errorf("%v allocations per page, want at most 4", a)
 	}
 }

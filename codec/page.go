@@ -21,9 +21,22 @@ type Page struct {
 	mayCont   bool
 	continued int
 	levels    int
+	aliased   bool
 }
 
-// Array returns the page's rows. It stays valid until Release.
+// Aliased reports that the page's array references the page bytes given to
+// DecodePage or DecodeSpan instead of a copy (Options.AliasInput): they
+// must stay unchanged until the Page and every Retain of its array (and of
+// anything built on its buffers) are released. The values may then sit at
+// any address; Go reads unaligned int32/int64/float views correctly on
+// amd64 and arm64, which is what pagefeed runs on. False for every page
+// when AliasInput is off.
+func (p *Page) Aliased() bool { return p.aliased }
+
+// Array returns the page's rows. It stays valid until Release. A list of
+// fixed-width values may keep its offsets and values in one buffer, and its
+// values array may have a non-zero offset: read it with ValueOffsets or
+// Offsets()[:Len()+1] and Int32Values (or the like), as any Arrow slice.
 func (p *Page) Array() arrow.Array { return p.arr }
 
 // Rows returns the number of rows that start in this page (Array().Len()).
@@ -76,7 +89,7 @@ var pagePool = sync.Pool{New: func() any { return new(Page) }}
 //
 // Errors are *Error values naming c.Path, c.Column and off, wrapping
 // ErrCorrupt, ErrUnsupported, ErrCRC or ErrPageTooLarge. pageBytes is not
-// retained.
+// retained, unless Options.AliasInput is set and the Page says Aliased.
 func (d *Decoder) DecodePage(c *Chunk, dict *Dictionary, pageBytes []byte, off int64) (*Page, error) {
 	return d.decode(c, dict, [][]byte{pageBytes}, []int64{off})
 }
@@ -118,17 +131,23 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 	var r levelRange
 	lvl, val := 0, 0
 	for k := range pages {
-		h, page, err := d.loadBytes(c, dict, k, pages[k])
-		if err == nil && k == 0 {
-			if fr, ok, ferr := d.fastList(c, p, dict, &h, page, pages); ok {
-				if ferr != nil {
-					*pg = Page{}
-					pagePool.Put(pg)
-					return nil, c.err("decode", offs[0], ferr)
+		var h PageHeader
+		var page []byte
+		if k > 0 {
+			h, page, err = d.loadBytes(c, dict, k, pages[k])
+		} else {
+			var body []byte
+			if h, body, err = d.parseBody(c, dict, pages[0]); err == nil {
+				var fr fastResult
+				var done bool
+				if fr, page, done, err = d.fastList(c, p, dict, &h, body, pages); done && err == nil {
+					pg.arr, pg.header, pg.levels, pg.leading = fr.arr, h, int(h.NumValues()), fr.lead
+					pg.mayCont, pg.continued, pg.aliased = fr.mayCont, fr.continued, fr.aliased
+					return pg, nil
 				}
-				pg.arr, pg.header, pg.levels, pg.leading = fr.arr, h, int(h.NumValues()), fr.lead
-				pg.mayCont, pg.continued = fr.mayCont, fr.continued
-				return pg, nil
+				if err == nil && page == nil {
+					page, err = d.expandSpan(c, 0, &h, body)
+				}
 			}
 		}
 		if err == nil {
