@@ -79,6 +79,10 @@ func (p *PoolAllocator) Reallocate(size int, b []byte) []byte {
 }
 
 // Free returns b to its size class. Buffers not from Allocate are dropped.
+// Only the memory b covers up to its capacity is reused: a sub-slice whose
+// capacity is a power of two is kept as a buffer of that size, any other
+// sub-slice is dropped (the garbage collector frees it), so freeing a
+// sub-slice never hands out memory outside it.
 func (p *PoolAllocator) Free(b []byte) {
 	c := cap(b)
 	if c < 1<<minClass || c&(c-1) != 0 {

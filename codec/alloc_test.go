@@ -63,3 +63,34 @@ func TestPoolAllocator(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestPoolAllocatorSubSlice frees sub-slices: the pool keeps only what the
+// slice itself covers (a power-of-two capacity) and never hands out memory
+// outside a freed slice.
+func TestPoolAllocatorSubSlice(t *testing.T) {
+	p := &PoolAllocator{}
+	b := p.Allocate(1024)
+	// b[8:] has capacity 1016: not a class, dropped
+	p.Free(b[8:])
+	if c := p.Allocate(1000); &c[:1][0] == &b[8] || &c[:1][0] == &b[0] {
+		t.Error("a sub-slice of odd capacity was pooled")
+	}
+	// b[512:] covers exactly 512 bytes: reused as such, within b
+	p.Free(b[512:])
+	c := p.Allocate(500)
+	if &c[0] != &b[512] || cap(c) != 512 {
+		t.Errorf("sub-slice not reused as its own 512 bytes (cap %d)", cap(c))
+	}
+	// listHold frees what Allocate returned even when its Buffer holds a
+	// sub-slice
+	h := &listHold{mem: p, base: p.Allocate(4096)}
+	base := &h.base[0]
+	h.Free(h.base[3:100])
+	h.Free(nil) // a second Free frees nothing
+	if d := p.Allocate(4000); &d[0] != base {
+		t.Error("listHold did not return its base to the pool")
+	}
+	if e := p.Allocate(4000); &e[0] == base {
+		t.Error("base returned twice")
+	}
+}

@@ -242,3 +242,32 @@ func threadTime() time.Duration {
 	}
 	return time.Duration(ts.Nano())
 }
+
+// BenchmarkListInt32Alias decodes uncompressed 64 KiB list<int32> pages
+// through DecodePage with Options.AliasInput off (values copied once) and on
+// (values are the page bytes).
+func BenchmarkListInt32Alias(b *testing.B) {
+	for _, alias := range []bool{false, true} {
+		b.Run(fmt.Sprintf("alias=%v", alias), func(b *testing.B) {
+			bp := loadBench(b, 64<<10, compress.Codecs.Uncompressed)
+			d := NewDecoder(Options{AliasInput: alias})
+			defer d.Close()
+			var bytes int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				k := i % len(bp.pages)
+				pg, err := d.DecodePage(bp.chunk, nil, bp.pages[k], bp.offs[k])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if pg.Aliased() != alias {
+					b.Fatalf("Aliased() = %v", pg.Aliased())
+				}
+				pg.Release()
+				bytes += int64(bp.usize[k])
+			}
+			b.ReportMetric(float64(bytes)/b.Elapsed().Seconds()/1e6, "MB/s")
+		})
+	}
+}

@@ -23,6 +23,28 @@ type levelRange struct {
 	s, e, vs, ve int
 }
 
+// dataHold is one allocation for an array.Data and the slices it keeps.
+type dataHold struct {
+	data     array.Data
+	bufs     [3]*memory.Buffer
+	children [1]arrow.ArrayData
+}
+
+// newData is array.NewData (offset 0, at most one child) with the Data and
+// its slices in one allocation: a page's arrays cost one fewer each.
+func newData(dt arrow.DataType, length int, bufs []*memory.Buffer, child arrow.ArrayData, nulls int) *array.Data {
+	h := new(dataHold)
+	n := copy(h.bufs[:], bufs)
+	var children []arrow.ArrayData
+	if child != nil {
+		h.children[0] = child
+		children = h.children[:]
+	}
+	h.data.Reset(dt, length, h.bufs[:n], children, nulls, 0)
+	h.data.Retain() // Reset leaves the count at zero
+	return &h.data
+}
+
 func newBuf(mem memory.Allocator, n int) *memory.Buffer {
 	b := memory.NewResizableBuffer(mem)
 	b.Resize(n)
@@ -84,7 +106,7 @@ func fixedData[T any](mem memory.Allocator, dt arrow.DataType, dense []T, defs [
 		dst = unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(vb.Bytes()))), slots)
 	}
 	scatter(dst, dense, defs, rad, maxDef, nulls)
-	data := array.NewData(dt, slots, []*memory.Buffer{bm, vb}, nil, nulls, 0)
+	data := newData(dt, slots, []*memory.Buffer{bm, vb}, nil, nulls)
 	vb.Release()
 	if bm != nil {
 		bm.Release()
@@ -144,7 +166,7 @@ func (d *Decoder) buildLeaf(descr *schema.Column, dt arrow.DataType, li file.Lev
 			}
 			i++
 		}
-		data := array.NewData(dt, slots, []*memory.Buffer{bm, vb}, nil, nulls, 0)
+		data := newData(dt, slots, []*memory.Buffer{bm, vb}, nil, nulls)
 		vb.Release()
 		if bm != nil {
 			bm.Release()
@@ -245,7 +267,7 @@ func binaryData[O int32 | int64](mem memory.Allocator, dt arrow.DataType, dense 
 	if nulls == 0 && rad == 0 && maxDef == 0 {
 		// required, unnested: one slot per dense value, filled above
 	}
-	out := array.NewData(dt, slots, []*memory.Buffer{bm, ob, db}, nil, nulls, 0)
+	out := newData(dt, slots, []*memory.Buffer{bm, ob, db}, nil, nulls)
 	ob.Release()
 	db.Release()
 	if bm != nil {
@@ -277,7 +299,7 @@ func flbaData(mem memory.Allocator, dt arrow.DataType, width int, dense []parque
 		}
 		i++
 	}
-	out := array.NewData(dt, slots, []*memory.Buffer{bm, vb}, nil, nulls, 0)
+	out := newData(dt, slots, []*memory.Buffer{bm, vb}, nil, nulls)
 	vb.Release()
 	if bm != nil {
 		bm.Release()
@@ -372,7 +394,7 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 			if out.NullCount > 0 {
 				valid = bm
 			}
-			nd := array.NewData(dt, int(out.Read), []*memory.Buffer{valid}, []arrow.ArrayData{child}, int(out.NullCount), 0)
+			nd := newData(dt, int(out.Read), []*memory.Buffer{valid}, child, int(out.NullCount))
 			bm.Release()
 			child.Release()
 			child = nd
@@ -422,7 +444,7 @@ func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRe
 				width = 8
 			}
 			ob.Resize(int(out.Read+1) * width)
-			nd := array.NewData(dt, int(out.Read), []*memory.Buffer{valid, ob}, []arrow.ArrayData{child}, int(out.NullCount), 0)
+			nd := newData(dt, int(out.Read), []*memory.Buffer{valid, ob}, child, int(out.NullCount))
 			if valid != nil {
 				valid.Release()
 			}
