@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -86,9 +87,18 @@ func TestAliasInput(t *testing.T) {
 		{"v1 zstd", genOpts{codec: compress.Codecs.Zstd, pageSize: 8 << 10}, true, true, "none"},
 		{"v2 snappy", genOpts{codec: compress.Codecs.Snappy, pageSize: 8 << 10, v2: true}, true, true, "none"},
 		{"v1 dict", genOpts{codec: compress.Codecs.Uncompressed, pageSize: 8 << 10, dict: true}, false, true, "none"},
+		{"v1 zstd short rows", genOpts{codec: compress.Codecs.Zstd, pageSize: 8 << 10}, true, true, "none"},
+		{"v2 zstd short rows", genOpts{codec: compress.Codecs.Zstd, pageSize: 8 << 10, v2: true}, true, true, "none"},
+		{"v1 plain short rows", genOpts{codec: compress.Codecs.Uncompressed, pageSize: 8 << 10}, false, true, "all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := openMem(t, writeParquet(t, tokens, tc.o))
+			src := tokens
+			if strings.HasSuffix(tc.name, "short rows") {
+				// more rows than the room kept ahead of decompressed values
+				src = tokenRows(9, 6000, 2, false)
+				defer src.Release()
+			}
+			m := openMem(t, writeParquet(t, src, tc.o))
 			cp := m.pages(t, 0, 0)
 			ref := m.column(t, 0, 0)
 			defer ref.Release()

@@ -96,12 +96,19 @@ func (d *Decoder) fastList(c *Chunk, p *plan, dict *Dictionary, h *PageHeader, b
 	plain := pageEncoding(h) == parquet.Encodings.Plain
 	var slab []byte // from mem.Allocate, page 0 at slab[pgAt:]
 	pgAt := 0
+	// Room ahead of the page for the offsets of maxRows rows: enough for
+	// token rows (tens of values each) without doubling the buffer for
+	// one-level rows; a page with more rows copies its values instead.
+	maxRows := min(nl/16+64, nl)
+	if h.Type == DataPageV2 && int(h.V2.NumRows) > maxRows {
+		maxRows = min(int(h.V2.NumRows), nl)
+	}
 	pg0 := storedPlain(c, h, body)
 	caller := pg0 != nil
 	switch {
 	case caller:
 	case plain:
-		pgAt = ((nl+1)*4 + 8 + 7) &^ 7 // offsets, then up to 7 bytes of alignment
+		pgAt = ((maxRows+1)*4 + 8 + 7) &^ 7 // offsets, then up to 7 bytes of alignment
 		slab = mem.Allocate(pgAt + int(h.UncompressedSize))
 		pg0 = slab[pgAt : pgAt+int(h.UncompressedSize)]
 		if err := d.expand(c, h, body, pg0); err != nil {
@@ -168,7 +175,7 @@ func (d *Decoder) fastList(c *Chunk, p *plan, dict *Dictionary, h *PageHeader, b
 	var buf *memory.Buffer
 	leafOff := 0
 	switch {
-	case slab != nil:
+	case slab != nil && rows <= maxRows:
 		// values stay where they were decompressed; the buffer starts
 		// where the leaf's offset (in values) lands on them
 		at := pgAt + len(pg0) - len(vb)
@@ -184,7 +191,11 @@ func (d *Decoder) fastList(c *Chunk, p *plan, dict *Dictionary, h *PageHeader, b
 	default:
 		hold.base = mem.Allocate(ob + nl*w)
 		buf = memory.NewBufferWithAllocator(hold.base, hold)
-		if err := d.fixedInto(pt, enc, vb, dict, hold.base[ob:ob+nl*w], nl); err != nil {
+		err := d.fixedInto(pt, enc, vb, dict, hold.base[ob:ob+nl*w], nl)
+		if slab != nil {
+			mem.Free(slab)
+		}
+		if err != nil {
 			buf.Release()
 			return res, nil, true, err
 		}
