@@ -51,6 +51,11 @@ type Options struct {
 	// engine acts on it: fault injection for tests and soak runs (see
 	// FaultInjector). Leave nil in production.
 	Faults FaultInjector
+	// Scribble fills a slot with 0xA5 bytes when it is released, so data
+	// still used after Release reads garbage at once instead of whatever
+	// a later read happens to put there: for tests. Leave off in
+	// production (it writes every slot once per read).
+	Scribble bool
 }
 
 // Info reports what the engine actually set up.
@@ -191,9 +196,13 @@ type Queue struct {
 	handler  func(c *Completion)
 	ch       chan *Completion // capacity: every slot of the engine, so delivery never blocks
 	inflight atomic.Int64
+	// undelivered counts requests submitted and not yet handed over
+	// (Handler returned, or queued for Next): Settle waits for 0.
+	undelivered atomic.Int64
 
-	mu   sync.Mutex
-	idle chan struct{} // closed when inflight reaches 0; nil when nobody waits
+	mu      sync.Mutex
+	idle    chan struct{} // closed when inflight reaches 0; nil when nobody waits
+	settled chan struct{} // closed when undelivered reaches 0; nil when nobody waits
 }
 
 // NewQueue creates a completion queue on e. On a closed engine the queue's

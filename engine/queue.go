@@ -95,6 +95,7 @@ func (q *Queue) submitOne(ctx context.Context, req *Request) error {
 	s.state.Store(slotBusy)
 	s.setup(q, req)
 	q.inflight.Add(1)
+	q.undelivered.Add(1)
 	w.post(idx)
 	return nil
 }
@@ -148,6 +149,44 @@ func (q *Queue) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Settle waits until every request submitted before the call has been
+// delivered: its Handler call returned, or it was queued for Next. Unlike
+// Drain it does not wait for Release, so a Handler may keep completions
+// (their data) and the caller releases them once Settle returns, when no
+// Handler of the queue runs any more (given that nothing is submitted
+// meanwhile). It returns ctx.Err() if ctx ends first.
+func (q *Queue) Settle(ctx context.Context) error {
+	q.mu.Lock()
+	if q.undelivered.Load() == 0 {
+		q.mu.Unlock()
+		return nil
+	}
+	if q.settled == nil {
+		q.settled = make(chan struct{})
+	}
+	settled := q.settled
+	q.mu.Unlock()
+	select {
+	case <-settled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// delivered counts one request handed over, waking Settle at zero.
+func (q *Queue) delivered() {
+	if q.undelivered.Add(-1) != 0 {
+		return
+	}
+	q.mu.Lock()
+	if q.settled != nil && q.undelivered.Load() == 0 {
+		close(q.settled)
+		q.settled = nil
+	}
+	q.mu.Unlock()
 }
 
 // done counts one released request, waking Drain at zero.

@@ -162,9 +162,11 @@ func (s *slot) deliver() {
 		s.w.handling.Store(s)
 		q.handler(&s.c)
 		s.w.handling.Store(nil)
+		q.delivered()
 		return
 	}
 	q.ch <- &s.c
+	q.delivered()
 }
 
 func (s *slot) release() {
@@ -178,6 +180,11 @@ func (s *slot) release() {
 	s.q = nil
 	s.c.Data = nil
 	w := s.w
+	if w.e.opts.Scribble {
+		for i := range s.buf {
+			s.buf[i] = 0xA5
+		}
+	}
 	w.free <- s.idx // capacity holds every slot: never blocks
 	q.done()
 	e := w.e
@@ -210,6 +217,7 @@ func (s *slot) resubmit(req *Request) error {
 	}
 	s.state.Store(slotBusy)
 	s.setup(s.q, req)
+	s.q.undelivered.Add(1) // before the running Handler call's delivered
 	s.w.requeue(s)
 	return nil
 }
