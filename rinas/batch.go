@@ -8,7 +8,10 @@ import (
 
 // Batch is what Next returns. Its memory belongs to the loader until
 // Release, which must be called exactly once (from any goroutine); a
-// consumer that keeps batches unreleased eventually blocks Next.
+// consumer that keeps batches unreleased eventually blocks Next. Arrays
+// of page batches may reference the loader's read buffers directly
+// (uncompressed fixed-width pages are not copied): a Retain does not keep
+// them valid past Release; copy what must outlive the batch.
 type Batch struct {
 	Epoch uint64
 	// Arrays holds the rows (arrow output): one array per page, in arrival

@@ -29,7 +29,10 @@ type unit struct {
 	data  [][]byte // page bytes, from comps or a synchronous read
 	offs  []int64
 	pages []*codec.Page
-	err   error
+	// aliased is set when a page's array references a slot of comps:
+	// the slots are then released with the batch, not after decoding.
+	aliased bool
+	err     error
 }
 
 // fetchBatch is a batch of units read together (RINAS): all its reads are
@@ -72,6 +75,7 @@ func (fb *fetchBatch) releasePages() {
 			p.Release()
 		}
 		u.pages = u.pages[:0]
+		u.aliased = false
 		u.releaseComps()
 	}
 }
@@ -312,9 +316,14 @@ func (l *Loader) decodeUnit(fb *fetchBatch, u *unit, w int) {
 	l.finishUnit(fb, u, l.decodeWith(l.decs[w], u, nil))
 }
 
-// decodeWith decodes u's landed reads and releases their slots.
+// decodeWith decodes u's landed reads and releases their slots, unless a
+// decoded page references them (then recycle does).
 func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary) error {
-	defer u.releaseComps()
+	defer func() {
+		if !u.aliased {
+			u.releaseComps()
+		}
+	}()
 	for k, c := range u.comps[:u.n] {
 		if c.Err != nil {
 			return c.Err
@@ -359,6 +368,10 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 				return err
 			}
 			break
+		}
+		if p.Aliased() {
+			u.aliased = true
+			l.sa.zeroCopy.Add(1)
 		}
 		l.sa.pages.Add(1)
 		l.sa.decoded.Add(int64(p.Header().UncompressedSize))

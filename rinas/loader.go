@@ -29,8 +29,11 @@ type Stats struct {
 	Batches      int64
 	Dictionaries int64 // dictionary pages read
 	SlowReads    int64 // continuation pages read synchronously (rows longer than two pages)
-	SkippedPages int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
-	IndexBuildNs int64
+	// ZeroCopyPages are pages handed over in the buffer they were read
+	// into (uncompressed fixed-width lists in page batches: no copy).
+	ZeroCopyPages int64
+	SkippedPages  int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
+	IndexBuildNs  int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -83,7 +86,7 @@ type Loader struct {
 	finished bool
 
 	stats Stats
-	sa    struct{ pages, disk, decoded, dicts, slow atomic.Int64 }
+	sa    struct{ pages, disk, decoded, dicts, slow, zeroCopy atomic.Int64 }
 	skips skipLog // Config.SkipBadPages
 }
 
@@ -264,9 +267,16 @@ func (l *Loader) openEngine() error {
 	// One decoder per worker of the engine actually used (a shared
 	// engine may have another worker count than Engine.Workers says).
 	l.workers = max(l.eng.Workers(), 1)
+	// Page batches hand the decoded pages themselves to the consumer, and
+	// a unit's slots are kept until its batch is recycled: uncompressed
+	// fixed-width pages may then keep their values where the read put
+	// them (no copy). Row batches keep rows in the shuffle buffer past
+	// their fetch batch, so their pages never alias a slot.
+	wopts := copts
+	wopts.AliasInput = l.cfg.BatchRows == 0
 	l.decs = make([]*codec.Decoder, l.workers)
 	for i := range l.decs {
-		l.decs[i] = codec.NewDecoder(copts)
+		l.decs[i] = codec.NewDecoder(wopts)
 	}
 	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
@@ -540,6 +550,7 @@ func (l *Loader) Stats() Stats {
 	s.DecodedBytes = l.sa.decoded.Load()
 	s.Dictionaries = l.sa.dicts.Load()
 	s.SlowReads = l.sa.slow.Load()
+	s.ZeroCopyPages = l.sa.zeroCopy.Load()
 	s.SkippedPages = l.skips.n.Load()
 	return s
 }
@@ -567,12 +578,19 @@ func (l *Loader) closeAll() error {
 	l.wg.Wait()
 	var errs []error
 	if l.pageQ != nil {
-		errs = append(errs, l.pageQ.Drain(context.Background()))
-		errs = append(errs, l.dictQ.Drain(context.Background()))
+		// Reads in flight land and are decoded; then nothing touches the
+		// fetch batches, whose pages (and the slots they alias) go back
+		// before the queues can drain.
+		ctx := context.Background()
+		errs = append(errs, l.pageQ.Settle(ctx), l.dictQ.Settle(ctx))
 	}
 	// Drop whatever landed but was never consumed.
 	for _, fb := range l.fbs {
 		fb.releasePages()
+	}
+	if l.pageQ != nil {
+		errs = append(errs, l.pageQ.Drain(context.Background()))
+		errs = append(errs, l.dictQ.Drain(context.Background()))
 	}
 	l.rows.drop()
 	l.dicts.drop()

@@ -73,6 +73,7 @@ func testDataset(t *testing.T, kind string) dataset {
 		}{
 			{"v2", gen.Config{PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true}},
 			{"v1walk", gen.Config{PageVersion: 1, PageIndex: false, Codec: "zstd"}},
+			{"v2plain", gen.Config{PageVersion: 2, PageIndex: true, Codec: "none"}},
 		} {
 			c := k.cfg
 			c.Dir = filepath.Join(dsDir, k.name)

@@ -14,6 +14,20 @@ import (
 // readListLengths reads the input_ids column of one file with pqarrow.
 func readListLengths(t *testing.T, path string) []int {
 	t.Helper()
+	var out []int
+	withColumn(t, path, "input_ids", func(l *array.List) {
+		for i := 0; i < l.Len(); i++ {
+			lo, hi := l.ValueOffsets(i)
+			out = append(out, int(hi-lo))
+		}
+	})
+	return out
+}
+
+// withColumn reads a list column of one file with pqarrow and calls fn on
+// each chunk.
+func withColumn(t *testing.T, path, col string, fn func(*array.List)) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +42,7 @@ func readListLengths(t *testing.T, path string) []int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx := pr.MetaData().Schema.Root().FieldIndexByName("input_ids")
+	idx := pr.MetaData().Schema.Root().FieldIndexByName(col)
 	cr, err := fr.GetColumn(context.Background(), idx)
 	if err != nil {
 		t.Fatal(err)
@@ -42,13 +56,7 @@ func readListLengths(t *testing.T, path string) []int {
 		t.Fatal(err)
 	}
 	defer chunked.Release()
-	var out []int
 	for _, c := range chunked.Chunks() {
-		l := c.(*array.List)
-		for i := 0; i < l.Len(); i++ {
-			lo, hi := l.ValueOffsets(i)
-			out = append(out, int(hi-lo))
-		}
+		fn(c.(*array.List))
 	}
-	return out
 }
