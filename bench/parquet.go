@@ -39,8 +39,8 @@ type ParquetConfig struct {
 	Batch    int      // pages per batch; default 64
 	Rows     int      // rows per batch (row batches); 0 = page batches
 	Buffer   int      // shuffle buffer rows
-	IODepth  int      // engine reads in flight per worker; default 256
-	Prefetch int      // batches read ahead; default 2
+	IODepth  int      // reads in flight in all, as fio's iodepth (split over the workers); default 256
+	Prefetch int      // batches read ahead; default rinas's automatic window
 	Workers  int      // engine workers; default GOMAXPROCS
 	// IOEngine is io_uring (default), psync (the engine's pread pool) or
 	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
@@ -126,21 +126,23 @@ func (c *ParquetConfig) fill() error {
 
 // ParquetResult is one Parquet-mode run.
 type ParquetResult struct {
-	Config       ParquetConfig
-	Elapsed      time.Duration
-	Pages        int64
-	Rows         int64
-	Batches      int64
-	DiskBytes    int64
-	DecodedBytes int64
-	BatchLat     *Latency
-	IndexBuildNs int64
-	RSSPeak      int64
-	RSSSamples   []int64 // RSS once a second
-	CacheGrowth  int64   // dataset bytes that entered the page cache
-	CPUs         []int   // CPUs the process may run on
-	Usr, Sys     time.Duration
-	EngineInfo   string
+	Config        ParquetConfig
+	Elapsed       time.Duration
+	Pages         int64
+	Rows          int64
+	Batches       int64
+	DiskBytes     int64
+	DecodedBytes  int64
+	BatchLat      *Latency
+	IndexBuildNs  int64
+	RSSPeak       int64
+	RSSSamples    []int64 // RSS once a second
+	CacheGrowth   int64   // dataset bytes that entered the page cache
+	CPUs          []int   // CPUs the process may run on
+	Usr, Sys      time.Duration
+	EngineInfo    string
+	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
+	ZeroCopyPages int64 // pages handed over in their read buffers
 
 	measured time.Duration // when set, the measured part of Elapsed (decode only)
 	pinned   []int         // the engine workers' CPUs, when pinned
@@ -166,6 +168,8 @@ type ParquetJob struct {
 	Engine          string  `json:"engine"`
 	CPUs            []int   `json:"cpus"`
 	EngineInfo      string  `json:"engine_info,omitempty"`
+	Prefetch        int     `json:"prefetch,omitempty"`
+	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
 }
 
 // ParquetOutput is the JSON document of a Parquet-mode run.
@@ -258,10 +262,16 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if cfg.Buffered {
 		direct = engine.Off
 	}
+	// --iodepth is the depth of the whole run, as fio's is for one job:
+	// the workers' rings share it.
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
-		Engine: engine.Options{Kind: kind, Workers: cfg.Workers, QueueDepth: cfg.IODepth, Direct: direct, Logf: cfg.Logf},
+		Engine: engine.Options{Kind: kind, Workers: workers, QueueDepth: (cfg.IODepth + workers - 1) / workers, Direct: direct, Logf: cfg.Logf},
 		Index:  index.Options{Logf: cfg.Logf},
 		Logf:   cfg.Logf,
 		Pin:    rinas.PinOptions{Enable: cfg.Pin},
@@ -314,6 +324,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	}
 	st := l.Stats()
 	res.Pages, res.DiskBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.DecodedBytes
+	res.ZeroCopyPages, res.Prefetch = st.ZeroCopyPages, l.Prefetch()
 	return nil
 }
 
@@ -595,7 +606,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		Pages: r.Pages, Rows: r.Rows, RowsPerSec: float64(r.Rows) / secs, Batches: r.Batches, DecodedBytes: r.DecodedBytes,
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
-		CPUs: r.CPUs, EngineInfo: r.EngineInfo,
+		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, ZeroCopyPages: r.ZeroCopyPages,
 	}
 	return ParquetOutput{FioVersion: Version, Timestamp: time.Now().Unix(), Jobs: []ParquetJob{j}}
 }

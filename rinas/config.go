@@ -138,7 +138,10 @@ type Config struct {
 	BufferRows int
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
-	// ahead (unordered fetch). Default 2.
+	// ahead (unordered fetch). 0 picks it at Open from the pages' sizes:
+	// a window of about 512 pages, so that one slow read does not stall
+	// the in-order hand-over of batches while the device idles, held to
+	// 64 MiB of read slots, and at least 2 (Loader.Prefetch says which).
 	Prefetch int
 
 	Seed   uint64
@@ -221,9 +224,6 @@ func (c *Config) fill() error {
 	}
 	if c.Shuffle == ShuffleStream && c.BufferRows == 0 {
 		c.BufferRows = 8192
-	}
-	if c.Prefetch == 0 {
-		c.Prefetch = 2
 	}
 	if c.Prefetch < 0 || c.Prefetch > 64 {
 		return fmt.Errorf("%w: prefetch %d (want 0..64)", ErrConfig, c.Prefetch)

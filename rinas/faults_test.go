@@ -290,7 +290,7 @@ func TestFaultsProducerFailureEndsWait(t *testing.T) {
 	cfg := baseConfig(ds, "id")
 	cfg.SharedEngine = e
 	cfg.Engine.Workers = workers
-	cfg.BatchPages = 4
+	cfg.BatchPages, cfg.Prefetch = 4, 2 // a window far short of the epoch
 	var got error
 	done := make(chan struct{})
 	go func() {

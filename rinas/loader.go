@@ -199,6 +199,27 @@ func (l *Loader) plan() error {
 	return nil
 }
 
+// Automatic read-ahead (Config.Prefetch 0): the window a batch's slowest
+// read must hide, in pages and in slot bytes.
+const (
+	autoWindowPages = 512
+	autoWindowBytes = 64 << 20
+)
+
+// autoPrefetch returns the read-ahead in batches for batches of perBatch
+// reads into slots of slotSize bytes. Deliveries are in batch order, so
+// with a shallow window the device idles behind one slow read (measured
+// on 64 KiB pages: 2 batches gave 0.70 of fio's bandwidth, 8 gave 0.85).
+func autoPrefetch(perBatch, slotSize int) int {
+	byPages := (autoWindowPages+perBatch-1)/perBatch - 1
+	byBytes := autoWindowBytes/(perBatch*slotSize) - 1
+	return max(2, min(byPages, byBytes, 64))
+}
+
+// Prefetch returns the read-ahead in batches in use: Config.Prefetch, or
+// the one Open chose when it was 0.
+func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
+
 func (l *Loader) openEngine() error {
 	maxPage := 0
 	for g := 0; g < l.ix.NumPages(0); g++ {
@@ -208,6 +229,9 @@ func (l *Loader) openEngine() error {
 		maxPage = max(maxPage, int(l.ix.Chunk(0, c).DictSize))
 	}
 	perBatch := l.cfg.BatchPages * l.unitMax
+	if l.cfg.Prefetch == 0 {
+		l.cfg.Prefetch = autoPrefetch(perBatch, maxPage+8192)
+	}
 	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
 		inflight = l.unitMax

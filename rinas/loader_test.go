@@ -595,3 +595,26 @@ func TestRowsLongerThanTwoPages(t *testing.T) {
 		})
 	}
 }
+
+// TestAutoPrefetch checks the read-ahead chosen when Config.Prefetch is 0:
+// about 512 pages in flight, within 64 MiB of slots, never below 2.
+func TestAutoPrefetch(t *testing.T) {
+	for _, c := range []struct{ perBatch, slot, want int }{
+		{64, 16 << 10, 7},        // 8 KiB pages: 512 pages
+		{64, 72 << 10, 7},        // 64 KiB pages: 512 pages, 36 MiB
+		{64, 1<<20 + 8192, 2},    // 1 MiB pages: bytes would allow none
+		{8, 16 << 10, 63},        // small batches: many of them
+		{1024, 16 << 10, 2},      // batches beyond the window
+		{64, 256<<10 + 8192, 2},  // 256 KiB pages: 3 batches fit 64 MiB
+		{16, 256<<10 + 8192, 14}, // same pages, small batches
+	} {
+		if got := autoPrefetch(c.perBatch, c.slot); got != c.want {
+			t.Errorf("autoPrefetch(%d, %d) = %d, want %d", c.perBatch, c.slot, got, c.want)
+		}
+	}
+	ds := testDataset(t, "v2")
+	l := openT(t, baseConfig(ds, "id"))
+	if got := l.Prefetch(); got < 2 || got > 64 {
+		t.Fatalf("Prefetch() = %d after Open with 0", got)
+	}
+}
