@@ -139,9 +139,11 @@ type Config struct {
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open from the pages' sizes:
-	// a window of about 512 pages, so that one slow read does not stall
-	// the in-order hand-over of batches while the device idles, held to
-	// 64 MiB of read slots, and at least 2 (Loader.Prefetch says which).
+	// 2 for pages under 32 KiB on average; for larger ones, 128 MiB of
+	// reads in flight (at most 2048 reads and 256 MiB of read slots, each
+	// as large as the largest page), so that one slow read does not stall
+	// the in-order hand-over of batches while the device idles.
+	// Loader.Prefetch says which.
 	Prefetch int
 
 	Seed   uint64
