@@ -246,19 +246,7 @@ func TestAllocsByShape(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		i := 0
-		run := func() {
-			pg, err := d.DecodePage(cp.chunk, dict, cp.pages[i%len(cp.pages)], cp.offs[i%len(cp.pages)])
-			if err != nil {
-				t.Fatal(err)
-			}
-			pg.Release()
-			i++
-		}
-		for range cp.pages {
-			run()
-		}
-		got := testing.AllocsPerRun(200, run)
+		got := allocsPerPage(t, d, cp, dict)
 		t.Logf("%-26s %2d pages  %v allocations per page", a.name, len(cp.pages), got)
 		if got > a.max {
 			t.Errorf("%s: %v allocations per page, want at most %v", a.name, got, a.max)

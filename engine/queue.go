@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"sync/atomic"
 )
 
 // More sentinel errors.
@@ -133,22 +134,7 @@ func (q *Queue) InFlight() int { return int(q.inflight.Load()) }
 // Drain waits until every request of the queue is completed and released,
 // or ctx ends.
 func (q *Queue) Drain(ctx context.Context) error {
-	q.mu.Lock()
-	if q.inflight.Load() == 0 {
-		q.mu.Unlock()
-		return nil
-	}
-	if q.idle == nil {
-		q.idle = make(chan struct{})
-	}
-	idle := q.idle
-	q.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return q.waitZero(ctx, &q.inflight, &q.idle)
 }
 
 // Settle waits until every request submitted before the call has been
@@ -158,46 +144,45 @@ func (q *Queue) Drain(ctx context.Context) error {
 // Handler of the queue runs any more (given that nothing is submitted
 // meanwhile). It returns ctx.Err() if ctx ends first.
 func (q *Queue) Settle(ctx context.Context) error {
+	return q.waitZero(ctx, &q.undelivered, &q.settled)
+}
+
+// delivered counts one request handed over, waking Settle at zero.
+func (q *Queue) delivered() { q.countDown(&q.undelivered, &q.settled) }
+
+// done counts one released request, waking Drain at zero.
+func (q *Queue) done() { q.countDown(&q.inflight, &q.idle) }
+
+// waitZero waits until n is 0 or ctx ends. *zero is the channel closed when
+// n reaches 0, made under q.mu by the first waiter.
+func (q *Queue) waitZero(ctx context.Context, n *atomic.Int64, zero *chan struct{}) error {
 	q.mu.Lock()
-	if q.undelivered.Load() == 0 {
+	if n.Load() == 0 {
 		q.mu.Unlock()
 		return nil
 	}
-	if q.settled == nil {
-		q.settled = make(chan struct{})
+	if *zero == nil {
+		*zero = make(chan struct{})
 	}
-	settled := q.settled
+	ch := *zero
 	q.mu.Unlock()
 	select {
-	case <-settled:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-// delivered counts one request handed over, waking Settle at zero.
-func (q *Queue) delivered() {
-	if q.undelivered.Add(-1) != 0 {
+// countDown takes one from n and wakes waitZero's waiters at 0.
+func (q *Queue) countDown(n *atomic.Int64, zero *chan struct{}) {
+	if n.Add(-1) != 0 {
 		return
 	}
 	q.mu.Lock()
-	if q.settled != nil && q.undelivered.Load() == 0 {
-		close(q.settled)
-		q.settled = nil
-	}
-	q.mu.Unlock()
-}
-
-// done counts one released request, waking Drain at zero.
-func (q *Queue) done() {
-	if q.inflight.Add(-1) != 0 {
-		return
-	}
-	q.mu.Lock()
-	if q.idle != nil && q.inflight.Load() == 0 {
-		close(q.idle)
-		q.idle = nil
+	if *zero != nil && n.Load() == 0 {
+		close(*zero)
+		*zero = nil
 	}
 	q.mu.Unlock()
 }
