@@ -8,73 +8,97 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/pagefeed/pagefeed/engine"
 )
 
 // TestZeroCopyPagesMatchReference reads an uncompressed dataset, whose
 // list pages are handed over in their read slots, holding each batch until
-// the next has landed, and compares every
-// delivered row with pqarrow's reading of the file.
+// the next has landed, and compares every delivered row with pqarrow's
+// reading of the file: with unordered and ordered fetch, and with injected
+// short reads, retries and EIO (skipped) on the zero-copy path. Slots are
+// scribbled on release, so one given back too early shows as 0xA5 values.
 func TestZeroCopyPagesMatchReference(t *testing.T) {
 	ds := testDataset(t, "v2plain")
 	ref := make([][][]int32, len(ds.paths))
 	for i, p := range ds.paths {
 		ref[i] = readListValues(t, p)
 	}
-	for _, fetch := range []Fetch{Unordered, Ordered} {
-		cfg := baseConfig(ds, "input_ids")
-		cfg.Fetch, cfg.BatchPages, cfg.Prefetch = fetch, 8, 2
-		cfg.Engine.Scribble = true // a slot released early reads 0xA5
-		l := openT(t, cfg)
-		var held []*Batch
-		seen := 0
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			b, err := l.Next(ctx)
-			cancel()
-			if err == io.EOF {
-				break
+	for _, tc := range []struct {
+		name   string
+		fetch  Fetch
+		faults *engine.RateFaults
+	}{
+		{"unordered", Unordered, nil},
+		{"ordered", Ordered, nil},
+		{"unordered/faults", Unordered, &engine.RateFaults{EIO: 0.02, Short: 0.05, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 9}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := baseConfig(ds, "input_ids")
+			cfg.Fetch, cfg.BatchPages, cfg.Prefetch = tc.fetch, 8, 2
+			cfg.Engine.Scribble = true
+			if tc.faults != nil {
+				cfg.Engine.Faults = tc.faults
+				cfg.SkipBadPages = true
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, a := range b.Arrays {
-				loc := l.ix.Locate(0, int(b.Pages[i]))
-				rows := ref[loc.File][loc.FirstRow : loc.FirstRow+int64(loc.NumRows)]
-				la := a.(*array.List)
-				if la.Len() != len(rows) {
-					t.Fatalf("%v: page %d has %d rows, want %d", fetch, b.Pages[i], la.Len(), len(rows))
+			l := openT(t, cfg)
+			var held []*Batch
+			seen := 0
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				b, err := l.Next(ctx)
+				cancel()
+				if err == io.EOF {
+					break
 				}
-				vals := la.ListValues().(*array.Int32)
-				for r := range rows {
-					lo, hi := la.ValueOffsets(r)
-					if got := vals.Int32Values()[lo:hi]; !slices.Equal(got, rows[r]) {
-						t.Fatalf("%v: page %d row %d: %v, want %v", fetch, b.Pages[i], r, got[:min(4, len(got))], rows[r][:min(4, len(rows[r]))])
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, a := range b.Arrays {
+					loc := l.ix.Locate(0, int(b.Pages[i]))
+					rows := ref[loc.File][loc.FirstRow : loc.FirstRow+int64(loc.NumRows)]
+					la := a.(*array.List)
+					if la.Len() != len(rows) {
+						t.Fatalf("page %d has %d rows, want %d", b.Pages[i], la.Len(), len(rows))
 					}
+					vals := la.ListValues().(*array.Int32)
+					for r := range rows {
+						lo, hi := la.ValueOffsets(r)
+						if got := vals.Int32Values()[lo:hi]; !slices.Equal(got, rows[r]) {
+							t.Fatalf("page %d row %d: %v, want %v", b.Pages[i], r, got[:min(4, len(got))], rows[r][:min(4, len(rows[r]))])
+						}
+					}
+					seen += la.Len()
 				}
-				seen += la.Len()
+				// Hold the previous batch while the next lands (ordered
+				// fetch has two fetch batches): its slots must stay its own.
+				held = append(held, b)
+				if len(held) > 1 {
+					held[0].Release()
+					held = held[1:]
+				}
 			}
-			// Hold the previous batch while the next lands (ordered
-			// fetch has two fetch batches): its slots must stay its own.
-			held = append(held, b)
-			if len(held) > 1 {
-				held[0].Release()
-				held = held[1:]
+			for _, b := range held {
+				b.Release()
 			}
-		}
-		for _, b := range held {
-			b.Release()
-		}
-		if int64(seen) != ds.rows {
-			t.Fatalf("%v: %d rows, want %d", fetch, seen, ds.rows)
-		}
-		zc := l.Stats().ZeroCopyPages
-		if fetch == Unordered && zc == 0 {
-			t.Fatalf("no page was handed over without a copy")
-		}
-		if fetch == Ordered && zc != 0 {
-			t.Fatalf("ordered fetch reuses its read buffer, yet %d pages alias it", zc)
-		}
-		t.Logf("%v: %d pages, %d zero-copy", fetch, l.Stats().Pages, zc)
+			lost := 0
+			for _, sp := range l.Skipped() {
+				lost += int(l.ix.Locate(0, int(sp.Page)).NumRows)
+			}
+			if int64(seen+lost) != ds.rows {
+				t.Fatalf("%d rows delivered + %d skipped, want %d", seen, lost, ds.rows)
+			}
+			st := l.Stats()
+			switch {
+			case tc.fetch == Unordered && st.ZeroCopyPages == 0:
+				t.Fatalf("no page was handed over without a copy")
+			case tc.fetch == Ordered && st.ZeroCopyPages != 0:
+				t.Fatalf("ordered fetch reuses its read buffer, yet %d pages alias it", st.ZeroCopyPages)
+			case tc.faults != nil && (st.SkippedPages == 0 || tc.faults.Counts().Transient() == 0):
+				t.Fatalf("faults %+v, %d skipped: the test did not exercise them", tc.faults.Counts(), st.SkippedPages)
+			}
+			t.Logf("%d pages, %d zero-copy, %d skipped", st.Pages, st.ZeroCopyPages, st.SkippedPages)
+		})
 	}
 }
 
