@@ -107,8 +107,13 @@ const (
 	maxSkipDeep = 64 // thrift's DEFAULT_RECURSION_DEPTH
 )
 
+// ErrHeaderTruncated is wrapped by ParsePageHeader's error when b ends
+// inside the header (or a length in it runs past b): more bytes may make
+// it parse. Callers that read headers in pieces retry with more.
+var ErrHeaderTruncated = errors.New("page header truncated")
+
 var (
-	errHdrEOF      = errors.New("page header truncated")
+	errHdrEOF      = ErrHeaderTruncated
 	errHdrVarint   = errors.New("page header varint over 10 bytes")
 	errHdrType     = errors.New("page header has unknown thrift type")
 	errHdrSize     = errors.New("page header has a bad container or string size")
@@ -342,7 +347,8 @@ func minSize(t byte) int64 {
 // ParsePageHeader decodes the Thrift compact PageHeader at the start of b.
 // It returns the header and its length in bytes; the page body (of
 // h.CompressedSize bytes) follows at b[n:]. It allocates nothing and never
-// reads past b. The error wraps ErrCorrupt.
+// reads past b. The error wraps ErrCorrupt, and ErrHeaderTruncated when b
+// ends inside the header.
 func ParsePageHeader(b []byte) (h PageHeader, n int, err error) {
 	r := hdr{b: b}
 	h.V2.IsCompressed = true
