@@ -41,7 +41,7 @@ type ParquetConfig struct {
 	Buffer   int      // shuffle buffer rows
 	IODepth  int      // reads in flight in all, as fio's iodepth (split over the workers); default 256
 	Prefetch int      // batches read ahead; default rinas's automatic window
-	Workers  int      // engine workers; default GOMAXPROCS
+	Workers  int      // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
 	// IOEngine is io_uring (default), psync (the engine's pread pool) or
 	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
 	IOEngine string
@@ -142,6 +142,7 @@ type ParquetResult struct {
 	Usr, Sys      time.Duration
 	EngineInfo    string
 	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
+	Workers       int   // the loader's engine workers
 	ZeroCopyPages int64 // pages handed over in their read buffers
 
 	measured time.Duration // when set, the measured part of Elapsed (decode only)
@@ -169,6 +170,7 @@ type ParquetJob struct {
 	CPUs            []int   `json:"cpus"`
 	EngineInfo      string  `json:"engine_info,omitempty"`
 	Prefetch        int     `json:"prefetch,omitempty"`
+	Workers         int     `json:"workers,omitempty"`
 	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
 }
 
@@ -262,19 +264,16 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if cfg.Buffered {
 		direct = engine.Off
 	}
-	// --iodepth is the depth of the whole run, as fio's is for one job:
-	// the workers' rings share it.
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
-		Engine: engine.Options{Kind: kind, Workers: workers, QueueDepth: (cfg.IODepth + workers - 1) / workers, Direct: direct, Logf: cfg.Logf},
-		Index:  index.Options{Logf: cfg.Logf},
-		Logf:   cfg.Logf,
-		Pin:    rinas.PinOptions{Enable: cfg.Pin},
+		// --iodepth is the depth of the whole run, as fio's is for one
+		// job: the workers' rings share it.
+		IODepth: cfg.IODepth,
+		Engine:  engine.Options{Kind: kind, Workers: cfg.Workers, Direct: direct, Logf: cfg.Logf},
+		Index:   index.Options{Logf: cfg.Logf},
+		Logf:    cfg.Logf,
+		Pin:     rinas.PinOptions{Enable: cfg.Pin},
 	}
 	if cfg.Column != "" {
 		rc.Columns = []string{cfg.Column}
@@ -324,7 +323,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	}
 	st := l.Stats()
 	res.Pages, res.DiskBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.DecodedBytes
-	res.ZeroCopyPages, res.Prefetch = st.ZeroCopyPages, l.Prefetch()
+	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
 	return nil
 }
 
@@ -606,7 +605,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		Pages: r.Pages, Rows: r.Rows, RowsPerSec: float64(r.Rows) / secs, Batches: r.Batches, DecodedBytes: r.DecodedBytes,
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
-		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, ZeroCopyPages: r.ZeroCopyPages,
+		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
 	}
 	return ParquetOutput{FioVersion: Version, Timestamp: time.Now().Unix(), Jobs: []ParquetJob{j}}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"io"
 	"runtime"
 	"slices"
@@ -242,6 +243,22 @@ func autoPrefetch(perBatch, meanRead, slotSize int) int {
 	return max(autoSmallPrefetch, min(byBytes, byPages, bySlots, 64))
 }
 
+// defaultWorkers is Engine.Workers' default: GOMAXPROCS, halved (at least
+// one) when no page of the column is compressed, so decoding is cheap and
+// one ring per two cores keeps the reads flowing (see Config.Engine).
+func (l *Loader) defaultWorkers() int {
+	n := runtime.GOMAXPROCS(0)
+	for c := 0; c < l.ix.NumChunks(); c++ {
+		if l.ix.Chunk(0, c).Codec != compress.Codecs.Uncompressed {
+			return n
+		}
+	}
+	return max(1, n/2)
+}
+
+// Workers returns the number of engine workers in use.
+func (l *Loader) Workers() int { return l.workers }
+
 // Prefetch returns the read-ahead in batches in use: Config.Prefetch, or
 // the one Open chose when it was 0.
 func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
@@ -266,7 +283,10 @@ func (l *Loader) openEngine() error {
 	}
 	opts := l.cfg.Engine
 	if opts.Workers == 0 {
-		opts.Workers = runtime.GOMAXPROCS(0)
+		opts.Workers = l.defaultWorkers()
+	}
+	if opts.QueueDepth == 0 && l.cfg.IODepth > 0 {
+		opts.QueueDepth = (l.cfg.IODepth + opts.Workers - 1) / opts.Workers
 	}
 	if opts.SlotSize == 0 {
 		opts.SlotSize = maxPage + 8192 // room for alignment on both ends

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -491,6 +492,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		{"state of another seed", func(c *Config) { c.Resume = foreign }, ErrState},
 		{"rank beyond world", func(c *Config) { c.Rank, c.World = 3, 2 }, ErrConfig},
 		{"no paths", func(c *Config) { c.Paths = nil }, ErrConfig},
+		{"negative iodepth", func(c *Config) { c.IODepth = -1 }, ErrConfig},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig(ds, "id")
@@ -620,5 +622,30 @@ func TestAutoPrefetch(t *testing.T) {
 	l := openT(t, baseConfig(ds, "id"))
 	if got := l.Prefetch(); got < 2 || got > 64 {
 		t.Fatalf("Prefetch() = %d after Open with 0", got)
+	}
+}
+
+// TestDefaultWorkers checks Engine.Workers' default: every core for a
+// compressed column, half of them (at least one) for an uncompressed one,
+// and that IODepth is shared by the workers.
+func TestDefaultWorkers(t *testing.T) {
+	n := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		kind string
+		want int
+	}{{"v2", n}, {"v2plain", max(1, n/2)}} {
+		cfg := baseConfig(testDataset(t, c.kind), "input_ids")
+		cfg.IODepth = 3
+		l := openT(t, cfg)
+		if got := l.Workers(); got != c.want {
+			t.Errorf("%s: %d workers, want %d", c.kind, got, c.want)
+		}
+		for range 2 { // reads flow at that depth
+			b, err := l.Next(context.Background())
+			if err != nil {
+				t.Fatalf("%s: Next: %v", c.kind, err)
+			}
+			b.Release()
+		}
 	}
 }
