@@ -880,7 +880,8 @@ func TestScribbleOnRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := e.NewQueue(QueueOptions{})
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	if err := q.Submit(ctx, []Request{{File: f, Off: 4096, Len: 8192, Worker: -1}}); err != nil {
 		t.Fatal(err)
 	}
