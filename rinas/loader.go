@@ -229,8 +229,9 @@ const (
 // Batches are handed over in order, so the device idles behind one slow
 // read unless enough is in flight past it. On this project's virtio disk,
 // whose p99.9 read latency reaches 30 ms when both cores are busy, 64 KiB
-// pages in batches of 64 reached 0.67 of fio's bandwidth with 2 batches
-// read ahead, 0.80 with 7 and 0.88 with 30. 8 KiB pages ran as fast with 2
+// pages in batches of 64 reached 0.70-0.72 of fio's bandwidth with 2
+// batches read ahead and 0.83-0.86 with 8 (alternating runs, two
+// workers), and read faster again with 30. 8 KiB pages ran as fast with 2
 // as with 7 or 31, and their batch p99 grew from 3 ms to 5 and 7 ms: the
 // consumer runs ahead and then waits longer on the straggler.
 func autoPrefetch(perBatch, meanRead, slotSize int) int {
