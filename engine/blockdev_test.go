@@ -60,7 +60,7 @@ func TestBlockDeviceSizeAndReads(t *testing.T) {
 		if err := q.Submit(context.Background(), []Request{{File: f, Off: off, Len: n, Worker: -1}}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := q.Next(context.Background())
+		c, err := q.Next(testCtx(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,6 +20,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	var cancel context.CancelFunc
+	waitCtx, cancel = context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		benchCleanup()
 		os.Exit(code)
@@ -270,7 +273,7 @@ func TestManyQueuesConcurrently(t *testing.T) {
 							t.Error(err)
 							return
 						}
-						c, err := q.Next(context.Background())
+						c, err := q.Next(testCtx(t))
 						if err != nil {
 							t.Error(err)
 							return
@@ -309,7 +312,7 @@ func TestBackpressure(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- q.Submit(context.Background(), reqs) }()
 			for i := 0; i < len(reqs); i++ {
-				c, err := q.Next(context.Background())
+				c, err := q.Next(testCtx(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -356,7 +359,7 @@ func TestSubmitBlockedHonoursContext(t *testing.T) {
 		t.Fatalf("Next: %v", err)
 	}
 	for i := 0; i < 2; i++ {
-		c, err := q.Next(context.Background())
+		c, err := q.Next(testCtx(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,10 +424,10 @@ func TestHandlerResubmitClosedLoop(t *testing.T) {
 			if v := bad.Load(); v != nil {
 				t.Fatalf("bad completion: %v", v)
 			}
-			if err := q.Drain(context.Background()); err != nil {
+			if err := q.Drain(testCtx(t)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := q.Next(context.Background()); !errors.Is(err, ErrHandler) {
+			if _, err := q.Next(testCtx(t)); !errors.Is(err, ErrHandler) {
 				t.Fatalf("Next on a Handler queue: %v", err)
 			}
 		})
@@ -457,14 +460,14 @@ func TestCloseWithReadsInFlight(t *testing.T) {
 			// Every read finished before Close returned; data stays valid
 			// until released.
 			for range reqs {
-				c, err := q.Next(context.Background())
+				c, err := q.Next(testCtx(t))
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkCompletion(t, c, data, lens)
 				c.Release()
 			}
-			if _, err := q.Next(context.Background()); !errors.Is(err, ErrClosed) {
+			if _, err := q.Next(testCtx(t)); !errors.Is(err, ErrClosed) {
 				t.Fatalf("Next after Close and drain: %v", err)
 			}
 			if err := q.Submit(context.Background(), reqs[:1]); !errors.Is(err, ErrClosed) {
@@ -608,7 +611,7 @@ func TestDirectAlignmentErrorNamed(t *testing.T) {
 		if err := q.Submit(context.Background(), []Request{{File: f, Off: 3, Len: 5, Worker: -1}}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := q.Next(context.Background())
+		c, err := q.Next(testCtx(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -640,7 +643,7 @@ func TestAutoFallsBackToPread(t *testing.T) {
 		if err := q.Submit(context.Background(), []Request{{File: f, Off: 100, Len: 9999, Tag: 5, Worker: -1}}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := q.Next(context.Background())
+		c, err := q.Next(testCtx(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -710,7 +713,7 @@ func TestFixedBuffersFallback(t *testing.T) {
 	if err := q.Submit(context.Background(), []Request{{File: f, Off: 999, Len: 40000, Tag: 1, Worker: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := q.Next(context.Background())
+	c, err := q.Next(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,7 +737,7 @@ func TestIdleWorkerSleeps(t *testing.T) {
 		if err := q.Submit(context.Background(), []Request{{File: f, Off: 1, Len: 10, Worker: -1}}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := q.Next(context.Background())
+		c, err := q.Next(testCtx(t))
 		if err != nil || c.Err != nil {
 			t.Fatal(err, c.Err)
 		}
@@ -797,7 +800,7 @@ func TestHandlerCallsPerWorkerNeverOverlap(t *testing.T) {
 			if overlap.Load() {
 				t.Fatal("Handler calls for one worker overlapped")
 			}
-			if err := q.Drain(context.Background()); err != nil {
+			if err := q.Drain(testCtx(t)); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -819,7 +822,7 @@ func TestResubmitOnlyInsideHandler(t *testing.T) {
 		if err := q.Submit(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
-		c, err := q.Next(context.Background())
+		c, err := q.Next(testCtx(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -861,7 +864,7 @@ func TestRingFlagsLadder(t *testing.T) {
 	if err := q.Submit(context.Background(), []Request{{File: f, Off: 17, Len: 8000, Tag: 3, Worker: -1}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := q.Next(context.Background())
+	c, err := q.Next(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -950,3 +953,10 @@ func TestSettleWaitsForHandlersNotRelease(t *testing.T) {
 		t.Fatalf("Drain after Release: %v", err)
 	}
 }
+
+// testCtx bounds the waits of the package's tests: a completion that never
+// comes fails the test waiting for it (by name) within five minutes of the
+// start, instead of hanging the package until go test's timeout.
+func testCtx(testing.TB) context.Context { return waitCtx }
+
+var waitCtx = context.Background()

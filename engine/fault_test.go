@@ -131,7 +131,7 @@ func runFaultReads(t *testing.T, e *Engine, f *File, data []byte, n int) faultRe
 			reqs = reqs[:0]
 		}
 	}
-	if err := q.Drain(context.Background()); err != nil {
+	if err := q.Drain(testCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range bad {
@@ -167,7 +167,7 @@ func TestFaultsTransientBounded(t *testing.T) {
 				if err := q.Submit(context.Background(), []Request{{File: f, Off: 100, Len: 1000, Worker: -1}}); err != nil {
 					t.Fatal(err)
 				}
-				c, err := q.Next(context.Background())
+				c, err := q.Next(testCtx(t))
 				if err != nil {
 					t.Fatal(err)
 				}
