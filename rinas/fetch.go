@@ -49,8 +49,12 @@ type fetchBatch struct {
 	landed atomic.Int32
 	left   atomic.Int32
 	done   chan struct{} // one token when the last unit lands
-	mu     sync.Mutex
-	err    error
+	// out is set while a page Batch made of fb is with the consumer: its
+	// pages (and slots) are the consumer's until Batch.Release, Close
+	// included.
+	out atomic.Bool
+	mu  sync.Mutex
+	err error
 }
 
 func (fb *fetchBatch) fail(err error) {
@@ -85,6 +89,7 @@ func (l *Loader) recycle(fb *fetchBatch) {
 	fb.releasePages()
 	fb.n = 0
 	fb.err = nil
+	fb.out.Store(false)
 	l.free <- fb
 }
 

@@ -587,6 +587,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		}
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		fb.out.Store(true)
 		b.free = func() { l.recycle(fb) }
 		return b, nil
 	}
@@ -651,19 +652,19 @@ func (l *Loader) closeAll() error {
 	l.wg.Wait()
 	var errs []error
 	if l.pageQ != nil {
-		// Reads in flight land and are decoded; then nothing touches the
-		// fetch batches, whose pages (and the slots they alias) go back
-		// before the queues can drain.
+		// Reads in flight land and are decoded; after that no Handler
+		// touches the fetch batches. Slots still held belong to batches
+		// the consumer has not released: they stay valid (the engine
+		// unmaps its memory at the last Release), so nothing waits for
+		// them here.
 		ctx := context.Background()
 		errs = append(errs, l.pageQ.Settle(ctx), l.dictQ.Settle(ctx))
 	}
-	// Drop whatever landed but was never consumed.
+	// Drop whatever landed but was never handed over.
 	for _, fb := range l.fbs {
-		fb.releasePages()
-	}
-	if l.pageQ != nil {
-		errs = append(errs, l.pageQ.Drain(context.Background()))
-		errs = append(errs, l.dictQ.Drain(context.Background()))
+		if !fb.out.Load() {
+			fb.releasePages()
+		}
 	}
 	l.rows.drop()
 	l.dicts.drop()

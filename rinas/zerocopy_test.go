@@ -116,3 +116,52 @@ func readListValues(t *testing.T, path string) [][]int32 {
 	})
 	return out
 }
+
+// TestZeroCopyBatchOutlivesClose holds zero-copy batches across Close:
+// their pages stay in their slots (scribbled only on release) until the
+// batches are released, as Close promises.
+func TestZeroCopyBatchOutlivesClose(t *testing.T) {
+	ds := testDataset(t, "v2plain")
+	ref := make([][][]int32, len(ds.paths))
+	for i, p := range ds.paths {
+		ref[i] = readListValues(t, p)
+	}
+	cfg := baseConfig(ds, "input_ids")
+	cfg.BatchPages, cfg.Prefetch = 8, 2
+	cfg.Engine.Scribble = true
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*Batch
+	for range 2 {
+		b, err := l.Next(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, b)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range held {
+		for i, a := range b.Arrays {
+			loc := l.ix.Locate(0, int(b.Pages[i]))
+			la := a.(*array.List)
+			vals := la.ListValues().(*array.Int32)
+			for r := 0; r < la.Len(); r++ {
+				lo, hi := la.ValueOffsets(r)
+				want := ref[loc.File][loc.FirstRow+int64(r)]
+				if got := vals.Int32Values()[lo:hi]; !slices.Equal(got, want) {
+					t.Fatalf("after Close, page %d row %d: %v, want %v", b.Pages[i], r, got[:min(4, len(got))], want[:min(4, len(want))])
+				}
+				n++
+			}
+		}
+		b.Release()
+	}
+	if n == 0 || l.Stats().ZeroCopyPages == 0 {
+		t.Fatalf("%d rows checked, %d zero-copy pages: nothing was held", n, l.Stats().ZeroCopyPages)
+	}
+}
