@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"io"
 	"runtime"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
@@ -274,23 +274,23 @@ func (l *Loader) openEngine() error {
 	for c := 0; c < l.ix.NumChunks(); c++ {
 		maxPage = max(maxPage, int(l.ix.Chunk(0, c).DictSize))
 	}
+	opts := l.cfg.Engine
+	if opts.SlotSize == 0 {
+		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
+	}
 	perBatch := l.cfg.BatchPages * l.unitMax
 	if l.cfg.Prefetch == 0 {
-		l.cfg.Prefetch = autoPrefetch(perBatch, meanPage, maxPage+8192)
+		l.cfg.Prefetch = autoPrefetch(perBatch, meanPage, opts.SlotSize)
 	}
 	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
 		inflight = l.unitMax
 	}
-	opts := l.cfg.Engine
 	if opts.Workers == 0 {
 		opts.Workers = l.defaultWorkers()
 	}
 	if opts.QueueDepth == 0 && l.cfg.IODepth > 0 {
 		opts.QueueDepth = (l.cfg.IODepth + opts.Workers - 1) / opts.Workers
-	}
-	if opts.SlotSize == 0 {
-		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
 	}
 	if opts.QueueDepth == 0 {
 		opts.QueueDepth = min(256, max(8, (inflight+opts.Workers-1)/opts.Workers))
