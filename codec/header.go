@@ -113,7 +113,6 @@ const (
 var ErrHeaderTruncated = errors.New("page header truncated")
 
 var (
-	errHdrEOF      = ErrHeaderTruncated
 	errHdrVarint   = errors.New("page header varint over 10 bytes")
 	errHdrType     = errors.New("page header has unknown thrift type")
 	errHdrSize     = errors.New("page header has a bad container or string size")
@@ -132,7 +131,7 @@ type hdr struct {
 func (r *hdr) byte1() byte {
 	if r.pos >= len(r.b) {
 		if r.err == nil {
-			r.err = errHdrEOF
+			r.err = ErrHeaderTruncated
 		}
 		return 0
 	}
@@ -171,7 +170,7 @@ func (r *hdr) skipN(n int) {
 		return
 	}
 	if n < 0 || n > len(r.b)-r.pos {
-		r.err = errHdrEOF
+		r.err = ErrHeaderTruncated
 		r.pos = len(r.b)
 		return
 	}
@@ -327,7 +326,7 @@ func (r *hdr) sizeOK(n int64, min int64) bool {
 		return false
 	}
 	if n*min > int64(len(r.b)-r.pos) {
-		r.err = errHdrEOF
+		r.err = ErrHeaderTruncated
 		return false
 	}
 	return true

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 )
 
@@ -867,7 +868,7 @@ func (b *builder) walkStep(w *walk, data []byte, asked int) error {
 	p := 0
 	for p < len(data) && w.pos < w.end {
 		h, err := parsePageHeader(data[p:])
-		if err == errShort {
+		if errors.Is(err, codec.ErrHeaderTruncated) {
 			if p > 0 {
 				return nil // read again from here
 			}

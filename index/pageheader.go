@@ -2,7 +2,6 @@ package index
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/pagefeed/pagefeed/codec"
@@ -24,20 +23,14 @@ type pageHeader struct {
 	HeaderLen  int   // bytes of the serialized header
 }
 
-// errShort means the buffer ended inside the header: read more and retry.
-var errShort = errors.New("page header truncated")
-
 // parsePageHeader decodes the page header at the start of b with codec's
-// parser, the project's one reader of Thrift page headers. It returns
-// errShort when b ends inside the header, and codec's error (naming the
-// cause) when b is not a valid header. It never panics and does not
+// parser, the project's one reader of Thrift page headers. Its error is
+// codec's, naming the cause; it wraps codec.ErrHeaderTruncated when b ends
+// inside the header (read more and retry). It never panics and does not
 // allocate on success.
 func parsePageHeader(b []byte) (pageHeader, error) {
 	h, n, err := codec.ParsePageHeader(b)
 	if err != nil {
-		if errors.Is(err, codec.ErrHeaderTruncated) {
-			return pageHeader{}, errShort
-		}
 		return pageHeader{}, err
 	}
 	if h.CompressedSize < 0 {
