@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -120,6 +119,27 @@ func expect(data []byte, off int64, n int) []byte {
 }
 
 // checkCompletion asserts c carries exactly the expected bytes.
+// readOne reads [off, off+n) of a new file holding data through e, on
+// worker w (-1: any), and returns the completion, checked against data;
+// the caller releases it.
+func readOne(t *testing.T, e *Engine, data []byte, off int64, n, w int) *Completion {
+	t.Helper()
+	f, err := e.Open(writeFile(t, data, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.NewQueue(QueueOptions{})
+	if err := q.Submit(testCtx(t), []Request{{File: f, Off: off, Len: n, Tag: 1, Worker: w}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := q.Next(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCompletion(t, c, data, map[uint64]int{1: n})
+	return c
+}
+
 func checkCompletion(t testing.TB, c *Completion, data []byte, lens map[uint64]int) {
 	t.Helper()
 	if c.Err != nil {
@@ -634,21 +654,7 @@ func TestAutoFallsBackToPread(t *testing.T) {
 			t.Fatalf("%v: Info %+v logged %q", errno, in, logged)
 		}
 		// The fallback serves reads.
-		data := content(10000)
-		f, err := e.Open(writeFile(t, data, false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := e.NewQueue(QueueOptions{})
-		if err := q.Submit(context.Background(), []Request{{File: f, Off: 100, Len: 9999, Tag: 5, Worker: -1}}); err != nil {
-			t.Fatal(err)
-		}
-		c, err := q.Next(testCtx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkCompletion(t, c, data, map[uint64]int{5: 9999})
-		c.Release()
+		readOne(t, e, content(10000), 100, 9999, -1).Release()
 		e.Close()
 
 		if _, err := New(Options{Kind: IOUring}); !errors.Is(err, errno) {
@@ -704,21 +710,7 @@ func TestFixedBuffersFallback(t *testing.T) {
 	if in.Kind != IOUring || in.FixedBuffers || len(in.Notices) != 1 {
 		t.Fatalf("Info %+v", in)
 	}
-	data := content(50000)
-	f, err := e.Open(writeFile(t, data, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := e.NewQueue(QueueOptions{})
-	if err := q.Submit(context.Background(), []Request{{File: f, Off: 999, Len: 40000, Tag: 1, Worker: 1}}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := q.Next(testCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCompletion(t, c, data, map[uint64]int{1: 40000})
-	c.Release()
+	readOne(t, e, content(50000), 999, 40000, 1).Release()
 }
 
 // TestIdleWorkerSleeps checks that a worker with nothing in flight waits in
@@ -855,47 +847,15 @@ func TestRingFlagsLadder(t *testing.T) {
 	if got := e.Info().SetupFlags; got != "COOP_TASKRUN|SINGLE_ISSUER" {
 		t.Fatalf("SetupFlags %q", got)
 	}
-	data := content(9000)
-	f, err := e.Open(writeFile(t, data, false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := e.NewQueue(QueueOptions{})
-	if err := q.Submit(context.Background(), []Request{{File: f, Off: 17, Len: 8000, Tag: 3, Worker: -1}}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := q.Next(testCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCompletion(t, c, data, map[uint64]int{3: 8000})
-	c.Release()
+	readOne(t, e, content(9000), 17, 8000, -1).Release()
 }
 
 // TestScribbleOnRelease checks Options.Scribble: a released slot's bytes
 // read 0xA5 at once, so use after Release shows in tests.
 func TestScribbleOnRelease(t *testing.T) {
-	data := content(1 << 20)
-	path := writeFile(t, data, false)
 	e := newEngine(t, Options{Kind: IOUring, Scribble: true})
-	f, err := e.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := e.NewQueue(QueueOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := q.Submit(ctx, []Request{{File: f, Off: 4096, Len: 8192, Worker: -1}}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := q.Next(ctx)
-	if err != nil || c.Err != nil {
-		t.Fatal(err, c.Err)
-	}
+	c := readOne(t, e, content(1<<20), 4096, 8192, -1)
 	kept := c.Data // used after Release on purpose
-	if !bytes.Equal(kept, data[4096:4096+8192]) {
-		t.Fatal("read returned other bytes")
-	}
 	c.Release()
 	for i, b := range kept {
 		if b != 0xA5 {
