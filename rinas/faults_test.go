@@ -216,17 +216,9 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 			cfg.SkipBadPages = true
 			cfg.Engine.Faults = inj
 			l := openT(t, cfg)
-			ctx := context.Background()
 			seen := make(map[int64]bool)
 			pages := map[uint64]bool{}
-			for {
-				b, err := l.Next(ctx)
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatalf("Next: %v", err)
-				}
+			eachBatch(t, l, func(b *Batch) {
 				for _, a := range b.Arrays {
 					for _, id := range a.(*array.Int64).Int64Values() {
 						if seen[id] {
@@ -239,7 +231,7 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 					pages[p] = true
 				}
 				b.Release()
-			}
+			})
 			st := l.Stats()
 			c := inj.Counts()
 			if c.EIO == 0 || st.SkippedPages == 0 {

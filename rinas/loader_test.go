@@ -247,23 +247,12 @@ func TestListColumnRowsCrossingPagesMatchWholeFile(t *testing.T) {
 	cfg.Fetch = Ordered
 	l := openT(t, cfg)
 	var lens []int
-	for {
-		b, err := l.Next(context.Background())
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachBatch(t, l, func(b *Batch) {
 		for _, a := range b.Arrays {
-			la := a.(*array.List)
-			for i := 0; i < la.Len(); i++ {
-				lo, hi := la.ValueOffsets(i)
-				lens = append(lens, int(hi-lo))
-			}
+			lens = appendLengths(lens, a.(*array.List))
 		}
 		b.Release()
-	}
+	})
 	want := wholeColumnLengths(t, ds.paths)
 	if !slices.Equal(lens, want) {
 		t.Fatalf("%d rows with lengths %v..., want %d rows %v...", len(lens), lens[:min(8, len(lens))], len(want), want[:min(8, len(want))])
@@ -277,14 +266,7 @@ func TestTokensOutput(t *testing.T) {
 	cfg.Pad = -9
 	l := openT(t, cfg)
 	var stream []int32
-	for {
-		b, err := l.Next(context.Background())
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachBatch(t, l, func(b *Batch) {
 		if len(b.Tokens) != 4*128 || uintptrOf(b.Tokens)%4096 != 0 {
 			t.Fatalf("token matrix of %d at %#x, want 512 at a 4096-aligned address", len(b.Tokens), uintptrOf(b.Tokens))
 		}
@@ -297,7 +279,7 @@ func TestTokensOutput(t *testing.T) {
 			}
 		}
 		b.Release()
-	}
+	})
 	lens := wholeColumnLengths(t, ds.paths)
 	docs := 0
 	for _, v := range stream {
@@ -559,14 +541,7 @@ func TestRowsLongerThanTwoPages(t *testing.T) {
 			cfg.Shuffle, cfg.Fetch = ShuffleNone, fetch
 			l := openT(t, cfg)
 			var got []int
-			for {
-				b, err := l.Next(context.Background())
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+			eachBatch(t, l, func(b *Batch) {
 				// Unordered batches arrive in landing order: sort by page.
 				type pg struct {
 					page uint64
@@ -574,20 +549,14 @@ func TestRowsLongerThanTwoPages(t *testing.T) {
 				}
 				var pages []pg
 				for i, a := range b.Arrays {
-					la := a.(*array.List)
-					var lens []int
-					for r := 0; r < la.Len(); r++ {
-						lo, hi := la.ValueOffsets(r)
-						lens = append(lens, int(hi-lo))
-					}
-					pages = append(pages, pg{b.Pages[i], lens})
+					pages = append(pages, pg{b.Pages[i], appendLengths(nil, a.(*array.List))})
 				}
 				slices.SortFunc(pages, func(x, y pg) int { return int(x.page) - int(y.page) })
 				for _, p := range pages {
 					got = append(got, p.lens...)
 				}
 				b.Release()
-			}
+			})
 			if !slices.Equal(got, want) {
 				t.Fatalf("%d rows, want %d (lengths differ)", len(got), len(want))
 			}

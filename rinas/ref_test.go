@@ -15,12 +15,7 @@ import (
 func readListLengths(t *testing.T, path string) []int {
 	t.Helper()
 	var out []int
-	withColumn(t, path, "input_ids", func(l *array.List) {
-		for i := 0; i < l.Len(); i++ {
-			lo, hi := l.ValueOffsets(i)
-			out = append(out, int(hi-lo))
-		}
-	})
+	withColumn(t, path, "input_ids", func(l *array.List) { out = appendLengths(out, l) })
 	return out
 }
 

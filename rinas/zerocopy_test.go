@@ -2,10 +2,8 @@ package rinas
 
 import (
 	"context"
-	"io"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
@@ -20,10 +18,7 @@ import (
 // scribbled on release, so one given back too early shows as 0xA5 values.
 func TestZeroCopyPagesMatchReference(t *testing.T) {
 	ds := testDataset(t, "v2plain")
-	ref := make([][][]int32, len(ds.paths))
-	for i, p := range ds.paths {
-		ref[i] = readListValues(t, p)
-	}
+	ref := readRef(t, ds)
 	for _, tc := range []struct {
 		name   string
 		fetch  Fetch
@@ -44,32 +39,8 @@ func TestZeroCopyPagesMatchReference(t *testing.T) {
 			l := openT(t, cfg)
 			var held []*Batch
 			seen := 0
-			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				b, err := l.Next(ctx)
-				cancel()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, a := range b.Arrays {
-					loc := l.ix.Locate(0, int(b.Pages[i]))
-					rows := ref[loc.File][loc.FirstRow : loc.FirstRow+int64(loc.NumRows)]
-					la := a.(*array.List)
-					if la.Len() != len(rows) {
-						t.Fatalf("page %d has %d rows, want %d", b.Pages[i], la.Len(), len(rows))
-					}
-					vals := la.ListValues().(*array.Int32)
-					for r := range rows {
-						lo, hi := la.ValueOffsets(r)
-						if got := vals.Int32Values()[lo:hi]; !slices.Equal(got, rows[r]) {
-							t.Fatalf("page %d row %d: %v, want %v", b.Pages[i], r, got[:min(4, len(got))], rows[r][:min(4, len(rows[r]))])
-						}
-					}
-					seen += la.Len()
-				}
+			eachBatch(t, l, func(b *Batch) {
+				seen += checkRows(t, l, ref, b, "")
 				// Hold the previous batch while the next lands (ordered
 				// fetch has two fetch batches): its slots must stay its own.
 				held = append(held, b)
@@ -77,7 +48,7 @@ func TestZeroCopyPagesMatchReference(t *testing.T) {
 					held[0].Release()
 					held = held[1:]
 				}
-			}
+			})
 			for _, b := range held {
 				b.Release()
 			}
@@ -122,10 +93,7 @@ func readListValues(t *testing.T, path string) [][]int32 {
 // batches are released, as Close promises.
 func TestZeroCopyBatchOutlivesClose(t *testing.T) {
 	ds := testDataset(t, "v2plain")
-	ref := make([][][]int32, len(ds.paths))
-	for i, p := range ds.paths {
-		ref[i] = readListValues(t, p)
-	}
+	ref := readRef(t, ds)
 	cfg := baseConfig(ds, "input_ids")
 	cfg.BatchPages, cfg.Prefetch = 8, 2
 	cfg.Engine.Scribble = true
@@ -146,22 +114,45 @@ func TestZeroCopyBatchOutlivesClose(t *testing.T) {
 	}
 	n := 0
 	for _, b := range held {
-		for i, a := range b.Arrays {
-			loc := l.ix.Locate(0, int(b.Pages[i]))
-			la := a.(*array.List)
-			vals := la.ListValues().(*array.Int32)
-			for r := 0; r < la.Len(); r++ {
-				lo, hi := la.ValueOffsets(r)
-				want := ref[loc.File][loc.FirstRow+int64(r)]
-				if got := vals.Int32Values()[lo:hi]; !slices.Equal(got, want) {
-					t.Fatalf("after Close, page %d row %d: %v, want %v", b.Pages[i], r, got[:min(4, len(got))], want[:min(4, len(want))])
-				}
-				n++
-			}
-		}
+		n += checkRows(t, l, ref, b, "after Close, ")
 		b.Release()
 	}
 	if n == 0 || l.Stats().ZeroCopyPages == 0 {
 		t.Fatalf("%d rows checked, %d zero-copy pages: nothing was held", n, l.Stats().ZeroCopyPages)
 	}
+}
+
+// readRef reads the input_ids rows of every file of ds with pqarrow.
+func readRef(t *testing.T, ds dataset) [][][]int32 {
+	t.Helper()
+	ref := make([][][]int32, len(ds.paths))
+	for i, p := range ds.paths {
+		ref[i] = readListValues(t, p)
+	}
+	return ref
+}
+
+// checkRows compares every row of page batch b (input_ids) with ref, the
+// rows of each file, and returns how many rows it checked; what prefixes
+// the failure.
+func checkRows(t *testing.T, l *Loader, ref [][][]int32, b *Batch, what string) int {
+	t.Helper()
+	n := 0
+	for i, a := range b.Arrays {
+		loc := l.ix.Locate(0, int(b.Pages[i]))
+		rows := ref[loc.File][loc.FirstRow : loc.FirstRow+int64(loc.NumRows)]
+		la := a.(*array.List)
+		if la.Len() != len(rows) {
+			t.Fatalf("%spage %d has %d rows, want %d", what, b.Pages[i], la.Len(), len(rows))
+		}
+		vals := la.ListValues().(*array.Int32)
+		for r := range rows {
+			lo, hi := la.ValueOffsets(r)
+			if got := vals.Int32Values()[lo:hi]; !slices.Equal(got, rows[r]) {
+				t.Fatalf("%spage %d row %d: %v, want %v", what, b.Pages[i], r, got[:min(4, len(got))], rows[r][:min(4, len(rows[r]))])
+			}
+		}
+		n += len(rows)
+	}
+	return n
 }
