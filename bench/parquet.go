@@ -24,6 +24,7 @@ import (
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/index/perm"
+	"github.com/pagefeed/pagefeed/internal/procstat"
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
@@ -746,24 +747,11 @@ func sampleRSS(out *[]int64) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				*out = append(*out, currentRSS())
+				*out = append(*out, procstat.RSS())
 			}
 		}
 	}()
 	return func() { close(done); wg.Wait() }
-}
-
-func currentRSS() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	n, _ := strconv.ParseInt(f[1], 10, 64)
-	return n * int64(os.Getpagesize())
 }
 
 func affinity() []int {

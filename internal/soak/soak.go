@@ -19,8 +19,6 @@ import (
 	"os"
 	"runtime"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +26,7 @@ import (
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
+	"github.com/pagefeed/pagefeed/internal/procstat"
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
@@ -132,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	sample := func() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		s := Sample{Elapsed: time.Since(start), RSS: rss(), HeapInuse: ms.HeapInuse, Goroutines: runtime.NumGoroutine(),
+		s := Sample{Elapsed: time.Since(start), RSS: procstat.RSS(), HeapInuse: ms.HeapInuse, Goroutines: runtime.NumGoroutine(),
 			Runs: w.runs, Reads: cfg.Faults.Counts().Attempts}
 		rep.Samples = append(rep.Samples, s)
 		fmt.Fprintf(cfg.Out, "t=%-6s rss=%6.1fMiB heap=%6.1fMiB goroutines=%-3d runs=%-5d reads=%d\n",
@@ -196,20 +195,6 @@ func (r *Report) verdict(growth float64) {
 	r.RSSGrowth = med(last)/med(first) - 1
 	r.GoroFirst, r.GoroLast = maxG(first), maxG(last)
 	r.Flat = r.RSSGrowth <= growth && r.GoroLast <= r.GoroFirst+4
-}
-
-// rss returns the resident set size from /proc/self/statm, 0 if unknown.
-func rss() int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
 }
 
 // workload is the cycle of loader runs.
