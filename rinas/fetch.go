@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -207,7 +208,8 @@ func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
 		u.chunk, u.first, u.n, u.keep = int(item), c.FirstPage, c.NumPages, c.NumPages
 	case ShuffleRow:
 		row := int64(item)
-		g := upperBound(l.rowStart, row)
+		// the page whose rows hold row: the last g with rowStart[g] <= row
+		g := sort.Search(len(l.rowStart), func(i int) bool { return l.rowStart[i] > row }) - 1
 		loc := l.ix.Locate(0, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
 		u.row = int32(row - l.rowStart[g])
@@ -226,20 +228,6 @@ func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
 	// The unit holds its file open until finishUnit (see fileCache).
 	_, err := l.fc.acquire(l.ix.Chunk(0, u.chunk).File)
 	return err
-}
-
-// upperBound returns the i with a[i] <= v < a[i+1].
-func upperBound(a []int64, v int64) int {
-	lo, hi := 0, len(a)-1
-	for hi-lo > 1 {
-		m := int(uint(lo+hi) >> 1)
-		if a[m] <= v {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // prepareChunk describes the chunk once.
