@@ -79,7 +79,9 @@ func TestRunParquetModes(t *testing.T) {
 					Read struct {
 						IOPS    float64 `json:"iops"`
 						BWBytes int64   `json:"bw_bytes"`
+						IOBytes int64   `json:"io_bytes"`
 					} `json:"read"`
+					PageBytes  int64    `json:"page_bytes"`
 					Pages      *int64   `json:"pages"`
 					Rows       *int64   `json:"rows"`
 					RowsPerSec *float64 `json:"rows_per_sec"`
@@ -101,6 +103,11 @@ func TestRunParquetModes(t *testing.T) {
 			if j.Read.IOPS <= 0 || j.Read.BWBytes <= 0 || j.Pages == nil || *j.Rows != rows || j.RowsPerSec == nil ||
 				j.Growth == nil || j.RSS == nil || *j.RSS <= 0 || j.Index == nil || j.Shuf == nil || j.Fetch == nil {
 				t.Fatalf("JSON misses fields: %s", buf.String())
+			}
+			// The device moves at least the pages (more where O_DIRECT
+			// rounds reads out to the alignment).
+			if j.PageBytes <= 0 || j.Read.IOBytes < j.PageBytes {
+				t.Fatalf("io_bytes %d, page_bytes %d: %s", j.Read.IOBytes, j.PageBytes, buf.String())
 			}
 			if _, ok := j.BatchLat.Percentile["99.000000"]; !ok {
 				t.Fatalf("batch_lat_ns has no p99: %s", buf.String())

@@ -109,14 +109,18 @@ type Request struct {
 // Completion is one finished request. It is owned by the receiver until
 // Release (or Resubmit); Data aliases the slot and is invalid afterwards.
 type Completion struct {
-	Tag      uint64
-	File     *File
-	Off      int64
-	Data     []byte // exactly the requested bytes; shorter only at end of file
-	Err      error  // nil or *Error
-	Worker   int
-	SubmitNs int64 // with Options.Timestamps
-	DoneNs   int64
+	Tag  uint64
+	File *File
+	Off  int64
+	Data []byte // exactly the requested bytes; shorter only at end of file
+	// DeviceBytes is what the read moved from the file: Data rounded out
+	// to the O_DIRECT alignment on both ends (equal to len(Data) when
+	// buffered), the bytes a disk-bandwidth figure should count.
+	DeviceBytes int
+	Err         error // nil or *Error
+	Worker      int
+	SubmitNs    int64 // with Options.Timestamps
+	DoneNs      int64
 
 	s *slot // the slot this completion lives in; set once
 }

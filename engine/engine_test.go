@@ -156,6 +156,22 @@ func checkCompletion(t testing.TB, c *Completion, data []byte, lens map[uint64]i
 	}
 }
 
+// deviceBytes is what a read of [off, off+n) of f moves: the range
+// clamped to the file, rounded out to the O_DIRECT alignment, the end
+// clamped again (the read stops at end of file).
+func deviceBytes(f *File, off int64, n int) int {
+	end := min(off+int64(n), f.size)
+	if off >= end {
+		return 0
+	}
+	if !f.direct {
+		return int(end - off)
+	}
+	a := int64(max(f.offAlign, f.memAlign))
+	lo, hi := off-off%a, min((end+a-1)/a*a, f.size)
+	return int(hi - lo)
+}
+
 // refuseDirect makes open(2) refuse O_DIRECT with EINVAL for the test.
 func refuseDirect(t *testing.T) {
 	t.Helper()
@@ -245,6 +261,9 @@ func TestReadsExactBytes(t *testing.T) {
 					t.Fatal(err)
 				}
 				checkCompletion(t, c, data, lens)
+				if want := deviceBytes(f, c.Off, lens[c.Tag]); c.DeviceBytes != want {
+					t.Fatalf("off %d len %d: DeviceBytes %d, want %d (direct %v)", c.Off, lens[c.Tag], c.DeviceBytes, want, f.Direct())
+				}
 				if seen[c.Tag] {
 					t.Fatalf("tag %d delivered twice", c.Tag)
 				}

@@ -127,6 +127,7 @@ func (s *slot) finish() {
 		end = s.head
 	}
 	s.c.Data = s.buf[s.head:end:end]
+	s.c.DeviceBytes = s.got
 	s.c.Err = nil
 }
 
@@ -138,6 +139,7 @@ func (s *slot) fail(errno syscall.Errno) {
 		err = fmt.Errorf("%w: offset alignment %d, memory alignment %d: %w", ErrAlignment, f.offAlign, f.memAlign, errno)
 	}
 	s.c.Data = nil
+	s.c.DeviceBytes = s.got
 	s.c.Err = &Error{Op: "read", Path: f.path, Off: s.c.Off, Err: err}
 }
 

@@ -32,9 +32,10 @@ func newDirectReader(size int) (*directReader, error) {
 	return &directReader{fds: map[string]int{}, buf: buf, align: 4096}, nil
 }
 
-// read returns n bytes at off of path; the slice is valid until the next
+// read returns n bytes at off of path and the bytes the read moved (the
+// range rounded out to the alignment); the slice is valid until the next
 // read.
-func (r *directReader) read(path string, off int64, n int) ([]byte, error) {
+func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) {
 	fd, ok := r.fds[path]
 	if !ok {
 		var err error
@@ -43,14 +44,14 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, error) {
 			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		}
 		if err != nil {
-			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+			return nil, 0, &os.PathError{Op: "open", Path: path, Err: err}
 		}
 		r.fds[path] = fd
 	}
 	start := off &^ (r.align - 1)
 	end := (off + int64(n) + r.align - 1) &^ (r.align - 1)
 	if end-start > int64(len(r.buf)) {
-		return nil, fmt.Errorf("rinas: read %s at offset %d: %d bytes exceed the %d-byte read buffer", path, off, n, len(r.buf))
+		return nil, 0, fmt.Errorf("rinas: read %s at offset %d: %d bytes exceed the %d-byte read buffer", path, off, n, len(r.buf))
 	}
 	b := r.buf[:end-start]
 	got := 0
@@ -60,7 +61,7 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("rinas: read %s at offset %d: %w", path, start+int64(got), err)
+			return nil, got, fmt.Errorf("rinas: read %s at offset %d: %w", path, start+int64(got), err)
 		}
 		if m == 0 {
 			break // end of file
@@ -69,9 +70,9 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, error) {
 	}
 	lo := int(off - start)
 	if lo+n > got {
-		return nil, fmt.Errorf("rinas: read %s at offset %d: %w (%d of %d bytes)", path, off, errShortRead, max(got-lo, 0), n)
+		return nil, got, fmt.Errorf("rinas: read %s at offset %d: %w (%d of %d bytes)", path, off, errShortRead, max(got-lo, 0), n)
 	}
-	return b[lo : lo+n], nil
+	return b[lo : lo+n], got, nil
 }
 
 var errShortRead = errors.New("short read: file truncated?")
@@ -102,11 +103,12 @@ func (l *Loader) readUnitSync(u *unit) error {
 	if ci := l.ix.Chunk(0, u.chunk); ci.DictSize > 0 {
 		var ok bool
 		if dict, ok = l.dicts.lookup(u.chunk); !ok {
-			b, err := l.direct.read(ch.Path, ci.DictOffset, int(ci.DictSize))
+			b, moved, err := l.direct.read(ch.Path, ci.DictOffset, int(ci.DictSize))
+			l.sa.disk.Add(int64(moved))
 			if err != nil {
 				return err
 			}
-			l.sa.disk.Add(int64(len(b)))
+			l.sa.pageBytes.Add(int64(len(b)))
 			l.sa.dicts.Add(1)
 			if dict, err = l.prodD.Dictionary(ch, b, ci.DictOffset); err != nil {
 				return err
@@ -116,11 +118,12 @@ func (l *Loader) readUnitSync(u *unit) error {
 	}
 	first := l.ix.Locate(0, u.first)
 	last := l.ix.Locate(0, u.first+u.n-1)
-	span, err := l.direct.read(ch.Path, first.Offset, int(last.Offset+int64(last.Size)-first.Offset))
+	span, moved, err := l.direct.read(ch.Path, first.Offset, int(last.Offset+int64(last.Size)-first.Offset))
+	l.sa.disk.Add(int64(moved))
 	if err != nil {
 		return err
 	}
-	l.sa.disk.Add(int64(len(span)))
+	l.sa.pageBytes.Add(int64(len(span)))
 	for k := 0; k < u.n; k++ {
 		loc := l.ix.Locate(0, u.first+k)
 		lo := loc.Offset - first.Offset
@@ -129,7 +132,7 @@ func (l *Loader) readUnitSync(u *unit) error {
 	err = l.decodePages(l.prodD, u, dict, func(path string, off int64, n int) ([]byte, error) {
 		// Past the unit (rows longer than a page). The reader reuses its
 		// buffer on every read, and a span holds several pages.
-		b, err := l.direct.read(path, off, n)
+		b, _, err := l.direct.read(path, off, n)
 		return slices.Clone(b), err
 	})
 	clear(u.data[:u.n])

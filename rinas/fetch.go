@@ -282,7 +282,8 @@ func (l *Loader) onPage(c *engine.Completion) {
 	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
 	n := u.n // read before the count: once it is complete, u may be reused
 	u.comps[c.Tag&(1<<tagPageBits-1)] = c
-	l.sa.disk.Add(int64(len(c.Data)))
+	l.sa.disk.Add(int64(c.DeviceBytes))
+	l.sa.pageBytes.Add(int64(len(c.Data)))
 	if int(u.got.Add(1)) < n {
 		return
 	}
@@ -411,7 +412,8 @@ func (l *Loader) ensureDict(ctx context.Context, c int) error {
 func (l *Loader) onDict(c *engine.Completion) {
 	chunk, w := int(c.Tag), c.Worker // c is reused once released
 	l.fc.release(l.ix.Chunk(0, chunk).File)
-	l.sa.disk.Add(int64(len(c.Data)))
+	l.sa.disk.Add(int64(c.DeviceBytes))
+	l.sa.pageBytes.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
 	err := c.Err

@@ -23,8 +23,13 @@ import (
 
 // Stats counts what a Loader did. Read with Loader.Stats.
 type Stats struct {
-	Pages        int64 // data pages read and decoded
-	DiskBytes    int64 // bytes read from storage (pages and dictionaries)
+	Pages int64 // data pages read and decoded
+	// DiskBytes counts the bytes the storage moved for the pages and
+	// dictionaries read: O_DIRECT reads are rounded out to the file
+	// system's alignment, so this is the disk's work (what fio counts).
+	// PageBytes counts the page and dictionary bytes themselves.
+	DiskBytes    int64
+	PageBytes    int64
 	Rows         int64 // rows delivered
 	DecodedBytes int64 // uncompressed page bytes decoded
 	Batches      int64
@@ -87,7 +92,7 @@ type Loader struct {
 	finished bool
 
 	stats Stats
-	sa    struct{ pages, disk, decoded, dicts, slow, zeroCopy atomic.Int64 }
+	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
 	skips skipLog // Config.SkipBadPages
 }
 
@@ -621,6 +626,7 @@ func (l *Loader) Stats() Stats {
 	s := l.stats
 	s.Pages = l.sa.pages.Load()
 	s.DiskBytes = l.sa.disk.Load()
+	s.PageBytes = l.sa.pageBytes.Load()
 	s.DecodedBytes = l.sa.decoded.Load()
 	s.Dictionaries = l.sa.dicts.Load()
 	s.SlowReads = l.sa.slow.Load()
