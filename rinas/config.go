@@ -139,7 +139,8 @@ type Config struct {
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open from the pages' sizes:
-	// 2 for pages under 32 KiB on average; for larger ones, 128 MiB of
+	// 2 for pages under 32 KiB on average (enough for 512 pages when they
+	// are compressed: decoding loads the cores); for larger ones, 128 MiB of
 	// reads in flight (at most 2048 reads and 256 MiB of read slots, each
 	// as large as the largest page), so that one slow read does not stall
 	// the in-order hand-over of batches while the device idles.
