@@ -69,8 +69,8 @@ const (
 // fills them (rw=read, bs=4k, iodepth=1, ioengine=psync, numjobs=1).
 type Job struct {
 	Name           string
-	Filename       string
-	Size           int64 // bytes of the file to use; 0: the file's size
+	Filename       string // as given: one path or fio's colon-separated list ("a:b", "\:" escapes a colon); see Filenames
+	Size           int64  // bytes to use, divided evenly over the files; 0: each file's size
 	RW             RW
 	BS             int
 	IODepth        int // 1..4096; psync and mmap always run one at a time
@@ -167,9 +167,7 @@ func (j *Job) Set(o Option) error {
 		}
 	case "filename":
 		if err = needValue(); err == nil {
-			if v == "" {
-				err = fmt.Errorf("%w: empty filename", ErrBadOption)
-			}
+			_, err = SplitFilenames(v)
 			j.Filename = v
 		}
 	case "size":
@@ -333,6 +331,40 @@ func ParseArgs(args []string) (*Spec, error) {
 	}
 	return spec, nil
 }
+
+// SplitFilenames splits a filename option as fio does: paths separated
+// by ':', where "\:" stands for a colon inside a path (a backslash before
+// anything else is kept). An empty list or an empty path in it is an
+// error (fio would silently stop reading the list there).
+func SplitFilenames(s string) ([]string, error) {
+	if s == "" {
+		return nil, fmt.Errorf("%w: empty filename", ErrBadOption)
+	}
+	var names []string
+	var cur strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s) && s[i+1] == ':':
+			cur.WriteByte(':')
+			i++
+		case s[i] == ':':
+			names = append(names, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(s[i])
+		}
+	}
+	names = append(names, cur.String())
+	for k, n := range names {
+		if n == "" {
+			return nil, fmt.Errorf("%w: filename=%q: empty name at position %d of the colon-separated list", ErrBadOption, s, k+1)
+		}
+	}
+	return names, nil
+}
+
+// Filenames returns the paths of j.Filename (SplitFilenames).
+func (j *Job) Filenames() ([]string, error) { return SplitFilenames(j.Filename) }
 
 // errUnknownOption marks Set's error for a key it does not know.
 var errUnknownOption = errors.New("unknown option")

@@ -27,9 +27,9 @@ type RawConfig struct {
 	// once a second and erased at the end. Set it only for a terminal.
 	Status io.Writer
 
-	// onRead, when set (tests), sees every measured read's offset and bytes
-	// on the job's goroutine before the buffer is reused.
-	onRead func(clone int, off int64, p []byte)
+	// onRead, when set (tests), sees every measured read's file, offset
+	// and bytes on the job's goroutine before the buffer is reused.
+	onRead func(clone int, path string, off int64, p []byte)
 }
 
 // Report is the outcome of RunRaw: one group per job, in order.
@@ -152,7 +152,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Report, error) {
 const sampleEvery = 500 * time.Millisecond
 
 func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResult, error) {
-	size, align, err := prepareFile(&job, cfg.Stderr)
+	files, align, err := prepareFiles(&job, cfg.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 	base := time.Now()
 	ws := make([]*worker, job.NumJobs)
 	for i := range ws {
-		ws[i] = newWorker(&job, gid, i, size, align, base, cfg)
+		ws[i] = newWorker(&job, gid, i, files, align, base, cfg)
 	}
 
 	// begun: every clone issued its first read (or gave up); ended: every
@@ -329,62 +329,111 @@ func progress(job *Job, elapsed time.Duration, bytes int64, clones int) (float64
 	return pct, eta.Round(time.Second)
 }
 
-// prepareFile lays out job.Filename when missing or short, fills job.Size
-// and checks bs against the file's O_DIRECT alignment.
+// target is one file of a job, prepared: its path and the span of it that
+// is read, [0, size).
+type target struct {
+	path string
+	size int64
+}
+
+// prepareFiles prepares every file of job.Filename, in order: a missing
+// or short file is laid out when --size asks for more than it holds, as
+// fio does. Without --size each file is used at its own size; with it,
+// every file gets size/len(files) bytes (fio divides size evenly). It
+// sets job.Size to the total span, checks bs against each file's size
+// and O_DIRECT alignment, and returns the files and the largest
+// alignment (1 when buffered). Errors name the file.
+func prepareFiles(job *Job, stderr io.Writer) ([]target, int, error) {
+	paths, err := job.Filenames()
+	if err != nil {
+		return nil, 0, err
+	}
+	per := job.Size / int64(len(paths))
+	if job.Size > 0 && per == 0 {
+		return nil, 0, fmt.Errorf("%w: size %d is less than a byte for each of %d files", ErrBadOption, job.Size, len(paths))
+	}
+	ts := make([]target, len(paths))
+	total := int64(0)
+	align := 1
+	for i, path := range paths {
+		size, err := prepareTarget(path, per, job, stderr)
+		if err != nil {
+			return nil, 0, err
+		}
+		if size < int64(job.BS) {
+			return nil, 0, &Error{Op: "open", Path: path, Off: -1,
+				Err: fmt.Errorf("%w: size %d is smaller than bs %d", ErrBadOption, size, job.BS)}
+		}
+		if job.Direct && job.IOEngine != EngineMmap {
+			a, how, err := dioAlign(path)
+			if err != nil {
+				return nil, 0, err
+			}
+			if job.BS%a != 0 {
+				return nil, 0, &Error{Op: "open", Path: path, Off: -1,
+					Err: fmt.Errorf("%w: bs=%d is not a multiple of the %d-byte O_DIRECT alignment (%s); use a multiple of %d or --direct=0",
+						ErrAlignment, job.BS, a, how, a)}
+			}
+			align = max(align, a)
+		}
+		ts[i] = target{path: path, size: size}
+		total += size
+	}
+	job.Size = total
+	return ts, align, nil
+}
+
+// prepareFile is prepareFiles for callers that need only the total span
+// (job.Size afterwards) and the alignment.
 func prepareFile(job *Job, stderr io.Writer) (size int64, align int, err error) {
-	path := job.Filename
+	_, align, err = prepareFiles(job, stderr)
+	if err != nil {
+		return 0, 0, err
+	}
+	return job.Size, align, nil
+}
+
+// prepareTarget returns the span of path to read: want bytes, laying the
+// file out when missing or short, or the file's size when want is 0.
+// Block devices are never laid out; want is at most their size.
+func prepareTarget(path string, want int64, job *Job, stderr io.Writer) (int64, error) {
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if job.Size == 0 {
-			return 0, 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("no such file, and no --size to lay it out")}
+		if want == 0 {
+			return 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("no such file, and no --size to lay it out")}
 		}
-		if err := layout(path, 0, job.Size, job.Name, stderr); err != nil {
-			return 0, 0, err
+		if err := layout(path, 0, want, job.Name, stderr); err != nil {
+			return 0, err
 		}
+		return want, nil
 	case err != nil:
-		return 0, 0, &Error{Op: "stat", Path: path, Off: -1, Err: err}
+		return 0, &Error{Op: "stat", Path: path, Off: -1, Err: err}
 	case st.IsDir():
-		return 0, 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("is a directory, want a file")}
+		return 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("is a directory, want a file")}
 	case st.Mode()&fs.ModeDevice != 0 && st.Mode()&fs.ModeCharDevice == 0:
-		// A block device: read-only, never laid out; --size at most its size.
 		dev, err := blockDeviceSize(path)
 		if err != nil {
-			return 0, 0, err
+			return 0, err
 		}
-		if job.Size == 0 {
-			job.Size = dev
-		} else if job.Size > dev {
-			return 0, 0, &Error{Op: "open", Path: path, Off: -1,
-				Err: fmt.Errorf("%w: --size %d is larger than the block device (%d bytes); block devices are never written", ErrBadOption, job.Size, dev)}
+		if want == 0 {
+			return dev, nil
 		}
+		if want > dev {
+			return 0, &Error{Op: "open", Path: path, Off: -1,
+				Err: fmt.Errorf("%w: --size %d is larger than the block device (%d bytes); block devices are never written", ErrBadOption, want, dev)}
+		}
+		return want, nil
 	case !st.Mode().IsRegular():
-		return 0, 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("not a regular file or block device")}
-	case job.Size == 0:
-		job.Size = st.Size()
-	case st.Size() < job.Size:
-		if err := layout(path, st.Size(), job.Size, job.Name, stderr); err != nil {
-			return 0, 0, err
+		return 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("not a regular file or block device")}
+	case want == 0:
+		return st.Size(), nil
+	case st.Size() < want:
+		if err := layout(path, st.Size(), want, job.Name, stderr); err != nil {
+			return 0, err
 		}
 	}
-	if job.Size < int64(job.BS) {
-		return 0, 0, &Error{Op: "open", Path: path, Off: -1,
-			Err: fmt.Errorf("%w: size %d is smaller than bs %d", ErrBadOption, job.Size, job.BS)}
-	}
-	align = 1
-	if job.Direct && job.IOEngine != EngineMmap {
-		var how string
-		align, how, err = dioAlign(path)
-		if err != nil {
-			return 0, 0, err
-		}
-		if job.BS%align != 0 {
-			return 0, 0, &Error{Op: "open", Path: path, Off: -1,
-				Err: fmt.Errorf("%w: bs=%d is not a multiple of the %d-byte O_DIRECT alignment (%s); use a multiple of %d or --direct=0",
-					ErrAlignment, job.BS, align, how, align)}
-		}
-	}
-	return job.Size, align, nil
+	return want, nil
 }
 
 // dioAlign returns the O_DIRECT offset alignment of path from statx

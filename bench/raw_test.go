@@ -84,7 +84,7 @@ func TestEnginesReadCorrectBytes(t *testing.T) {
 			got := make([]byte, nblk*blk)
 			seen := map[int64]bool{}
 			bad := 0
-			cfg := RawConfig{Jobs: []Job{job}, onRead: func(_ int, off int64, p []byte) {
+			cfg := RawConfig{Jobs: []Job{job}, onRead: func(_ int, _ string, off int64, p []byte) {
 				if !checkBlock(off, p) {
 					bad++
 				}
@@ -120,7 +120,7 @@ func TestEnginesReadCorrectBytes(t *testing.T) {
 			job.RW, job.TimeBased, job.Runtime, job.BS = RandRead, true, 150*time.Millisecond, blk
 			bad, n := 0, 0
 			offsets := map[int64]bool{}
-			cfg = RawConfig{Jobs: []Job{job}, onRead: func(_ int, off int64, p []byte) {
+			cfg = RawConfig{Jobs: []Job{job}, onRead: func(_ int, _ string, off int64, p []byte) {
 				n++
 				offsets[off] = true
 				if off%blk != 0 || len(p) != blk || !checkBlock(off, p) {
@@ -297,19 +297,19 @@ func newBuf() *bytes.Buffer { return new(bytes.Buffer) }
 func TestWorkerRampAndLimits(t *testing.T) {
 	job := DefaultJob()
 	job.Name, job.Filename, job.RW, job.RampTime = "w", "/f", RandRead, time.Microsecond
-	w := newWorker(&job, 0, 0, 16*blk, 1, time.Now(), &RawConfig{})
+	w := newWorker(&job, 0, 0, []target{{"/f", 16 * blk}}, 1, time.Now(), &RawConfig{})
 	p := make([]byte, blk)
 	// During ramp_time nothing is recorded and nothing counts to the limit.
-	if w.complete(500, 0, p, 10, -1, 10) || w.res.IOs != 0 {
+	if w.complete(500, "/f", 0, p, 10, -1, 10) || w.res.IOs != 0 {
 		t.Fatalf("ramp completion recorded: %d", w.res.IOs)
 	}
-	if _, ok := w.next(500); !ok || w.issued != 0 {
+	if _, _, ok := w.next(500); !ok || w.issued != 0 {
 		t.Fatalf("ramp issue counted: %d", w.issued)
 	}
 	// After it, exactly size bytes are issued (not time based).
 	n := 0
 	for {
-		off, ok := w.next(2000)
+		_, off, ok := w.next(2000)
 		if !ok {
 			break
 		}
@@ -322,7 +322,7 @@ func TestWorkerRampAndLimits(t *testing.T) {
 		t.Errorf("issued %d reads after ramp, want 16", n)
 	}
 	for i := range 16 {
-		stop := w.complete(2000, int64(i)*blk, p, 10, -1, 10)
+		stop := w.complete(2000, "/f", int64(i)*blk, p, 10, -1, 10)
 		if stop != (i == 15) {
 			t.Errorf("completion %d: stop=%v", i, stop)
 		}
@@ -332,20 +332,20 @@ func TestWorkerRampAndLimits(t *testing.T) {
 	}
 	// Time based: stops at ramp + runtime.
 	job.TimeBased, job.Runtime = true, time.Microsecond
-	w = newWorker(&job, 0, 0, 16*blk, 1, time.Now(), &RawConfig{})
-	if _, ok := w.next(1500); !ok {
+	w = newWorker(&job, 0, 0, []target{{"/f", 16 * blk}}, 1, time.Now(), &RawConfig{})
+	if _, _, ok := w.next(1500); !ok {
 		t.Error("stopped before ramp+runtime")
 	}
-	if _, ok := w.next(2000); ok {
+	if _, _, ok := w.next(2000); ok {
 		t.Error("issued after ramp+runtime")
 	}
 	// Sequential wraps around.
 	job = DefaultJob()
 	job.TimeBased, job.Runtime = true, time.Hour
-	w = newWorker(&job, 0, 0, 3*blk, 1, time.Now(), &RawConfig{})
+	w = newWorker(&job, 0, 0, []target{{"/f", 3 * blk}}, 1, time.Now(), &RawConfig{})
 	var offs []int64
 	for range 5 {
-		off, _ := w.next(0)
+		_, off, _ := w.next(0)
 		offs = append(offs, off)
 	}
 	if want := []int64{0, blk, 2 * blk, 0, blk}; !reflect.DeepEqual(offs, want) {
@@ -363,7 +363,7 @@ func TestCancelStopsJob(t *testing.T) {
 			job.Name, job.Filename, job.IOEngine, job.IODepth = "c", path, eng, 4
 			job.RW, job.TimeBased, job.Runtime = RandRead, true, time.Hour
 			reads := 0
-			cfg := RawConfig{Jobs: []Job{job, job}, onRead: func(int, int64, []byte) {
+			cfg := RawConfig{Jobs: []Job{job, job}, onRead: func(int, string, int64, []byte) {
 				if reads++; reads == 100 {
 					cancel()
 				}

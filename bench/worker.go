@@ -15,25 +15,32 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// worker is one job clone: it picks offsets, issues reads through its
-// engine and records what it measures. All fields but the atomics belong
-// to the goroutine that runs the engine (the psync/mmap loop, or the
-// io_uring engine's worker that calls handle).
+// worker is one job clone: it picks files and offsets, issues reads
+// through its engine and records what it measures. All fields but the
+// atomics belong to the goroutine that runs the engine (the psync/mmap
+// loop, or the io_uring engine's worker that calls handle).
+//
+// Files are served as fio's file_service_type=roundrobin: successive reads
+// go to successive files, each file's reads at a random block (randread)
+// or its next block (read) within it. A file leaves the rotation once it
+// had as many reads as it has blocks; when all have, a new pass starts
+// with every file, so over a pass each file is read in proportion to its
+// size, as fio reads each file's io_size.
 type worker struct {
 	job    *Job
 	clone  int
-	size   int64
-	align  int // O_DIRECT alignment of the file (1 when buffered)
+	align  int // largest O_DIRECT alignment of the files (1 when buffered)
 	base   time.Time
-	onRead func(clone int, off int64, p []byte)
+	onRead func(clone int, path string, off int64, p []byte)
 	stderr io.Writer
 
 	measureNs int64 // ns after base from which reads count (end of ramp_time)
 	endNs     int64 // ns after base at which to stop; 0: no time limit
 	limit     int64 // bytes to read after measureNs; 0: no limit
-	nblocks   uint64
-	seq       uint64 // next sequential block
-	issued    int64  // measured bytes issued
+	files     []wfile
+	active    []int32 // files with reads left in this pass, in round-robin order
+	pos       int     // index in active of the next file
+	issued    int64   // measured bytes issued
 	rnd       rng
 
 	res      *JobResult
@@ -52,15 +59,27 @@ type worker struct {
 	begunOnce, endedOnce sync.Once
 
 	// io_uring
-	file     *engine.File
 	inflight atomic.Int64 // reads submitted and not yet released
 }
 
-func newWorker(job *Job, gid, clone int, size int64, align int, base time.Time, cfg *RawConfig) *worker {
+// wfile is one file of a worker: its span in whole blocks, where it is in
+// it, and its handle on the worker's engine.
+type wfile struct {
+	path    string
+	nblocks uint64       // bs blocks in the span; reads stay in [0, nblocks*bs)
+	seq     uint64       // next sequential block
+	left    uint64       // reads left in this pass
+	ef      *engine.File // io_uring
+	fd      int          // psync
+	m       []byte       // mmap: the span, mapped
+}
+
+func newWorker(job *Job, gid, clone int, files []target, align int, base time.Time, cfg *RawConfig) *worker {
 	w := &worker{
-		job: job, clone: clone, size: size, align: align, base: base, onRead: cfg.onRead, stderr: cfg.Stderr,
+		job: job, clone: clone, align: align, base: base, onRead: cfg.onRead, stderr: cfg.Stderr,
 		measureNs: int64(job.RampTime),
-		nblocks:   uint64(size / int64(job.BS)),
+		files:     make([]wfile, len(files)),
+		active:    make([]int32, 0, len(files)),
 		rnd:       rng{s: job.Seed + uint64(clone)*0x9e3779b97f4a7c15},
 		res:       newJobResult(job.Name, gid),
 		done:      make(chan struct{}),
@@ -68,13 +87,23 @@ func newWorker(job *Job, gid, clone int, size int64, align int, base time.Time, 
 	if job.Runtime > 0 {
 		w.endNs = int64(job.RampTime + job.Runtime)
 	}
-	if !job.TimeBased {
-		w.limit = int64(w.nblocks) * int64(job.BS)
+	var blocks int64
+	for i, t := range files {
+		f := &w.files[i]
+		f.path, f.nblocks, f.fd = t.path, uint64(t.size/int64(job.BS)), -1
+		if job.RW == Read && clone > 0 {
+			// Clones of a sequential job start spread over each file, as
+			// separate fio jobs on one file would overlap otherwise anyway.
+			f.seq = uint64(clone) * f.nblocks / uint64(job.NumJobs)
+		}
+		blocks += int64(f.nblocks)
 	}
-	if job.RW == Read && clone > 0 {
-		// Clones of a sequential job start spread over the file, as
-		// separate fio jobs on one file would overlap otherwise anyway.
-		w.seq = uint64(clone) * w.nblocks / uint64(job.NumJobs)
+	if !job.TimeBased {
+		w.limit = blocks * int64(job.BS)
+	}
+	w.newPass()
+	if len(files) > 0 {
+		w.pos = clone % len(files) // clones start on different files
 	}
 	w.res.Direct = job.Direct
 	w.res.IODepth = job.IODepth
@@ -94,37 +123,72 @@ func (w *worker) notice(format string, args ...any) {
 
 func (w *worker) now() int64 { return int64(time.Since(w.base)) }
 
-// next returns the offset of the next read, or false when the job is done.
-func (w *worker) next(now int64) (int64, bool) {
+// next returns the file (an index in w.files) and offset of the next
+// read, or false when the job is done.
+func (w *worker) next(now int64) (int, int64, bool) {
 	if w.stopping || w.stop.Load() || w.endNs > 0 && now >= w.endNs {
-		return 0, false
+		return 0, 0, false
 	}
 	if now >= w.measureNs {
 		if w.limit > 0 && w.issued >= w.limit {
-			return 0, false
+			return 0, 0, false
 		}
 		w.issued += int64(w.job.BS)
 	}
+	i := w.pick()
+	f := &w.files[i]
 	var blk uint64
 	if w.job.RW == RandRead {
-		blk = w.rnd.below(w.nblocks)
+		blk = w.rnd.below(f.nblocks)
 	} else {
-		blk = w.seq
-		if w.seq++; w.seq >= w.nblocks {
-			w.seq = 0
+		blk = f.seq
+		if f.seq++; f.seq >= f.nblocks {
+			f.seq = 0
 		}
 	}
-	return int64(blk) * int64(w.job.BS), true
+	return i, int64(blk) * int64(w.job.BS), true
+}
+
+// pick returns the next file in round-robin order among those with reads
+// left in this pass, starting a new pass when none has. It does not
+// allocate.
+func (w *worker) pick() int {
+	if len(w.active) == 0 {
+		w.newPass()
+	}
+	if w.pos >= len(w.active) {
+		w.pos = 0
+	}
+	i := int(w.active[w.pos])
+	f := &w.files[i]
+	if f.left--; f.left == 0 {
+		// Out of the rotation; the next file slides into pos.
+		w.active = append(w.active[:w.pos], w.active[w.pos+1:]...)
+	} else {
+		w.pos++
+	}
+	return i
+}
+
+// newPass puts every file back in the rotation with its blocks to read.
+func (w *worker) newPass() {
+	w.active = w.active[:0]
+	for i := range w.files {
+		if w.files[i].left = w.files[i].nblocks; w.files[i].left > 0 {
+			w.active = append(w.active, int32(i))
+		}
+	}
+	w.pos = 0
 }
 
 // complete records one read that finished at now. It reports whether the
 // job should stop issuing.
-func (w *worker) complete(now int64, off int64, p []byte, clat, slat, lat int64) bool {
+func (w *worker) complete(now int64, path string, off int64, p []byte, clat, slat, lat int64) bool {
 	if now < w.measureNs {
 		return w.stop.Load()
 	}
 	if w.onRead != nil {
-		w.onRead(w.clone, off, p)
+		w.onRead(w.clone, path, off, p)
 	}
 	r := w.res
 	r.IOs++
@@ -177,9 +241,11 @@ func (w *worker) markBegun() {
 	}
 }
 
-func (w *worker) fail(op string, off int64, err error) {
+// fail records the worker's first error, naming the file (the job's
+// filename option where no one file is at fault) and the offset (-1: none).
+func (w *worker) fail(op, path string, off int64, err error) {
 	if w.err == nil {
-		w.err = &Error{Op: op, Path: w.job.Filename, Off: off, Err: err}
+		w.err = &Error{Op: op, Path: path, Off: off, Err: err}
 	}
 }
 
@@ -214,42 +280,54 @@ func (w *worker) runPsync() {
 	if w.job.Direct {
 		flags |= unix.O_DIRECT
 	}
-	fd, err := unix.Open(w.job.Filename, flags, 0)
-	if err != nil {
-		if w.job.Direct && errors.Is(err, unix.EINVAL) {
-			err = fmt.Errorf("%w: O_DIRECT refused by the file system; use --direct=0", ErrAlignment)
+	defer func() {
+		for i := range w.files {
+			if f := &w.files[i]; f.fd >= 0 {
+				unix.Close(f.fd)
+				f.fd = -1
+			}
 		}
-		w.fail("open", -1, err)
-		return
+	}()
+	for i := range w.files {
+		f := &w.files[i]
+		fd, err := unix.Open(f.path, flags, 0)
+		if err != nil {
+			if w.job.Direct && errors.Is(err, unix.EINVAL) {
+				err = fmt.Errorf("%w: O_DIRECT refused by the file system; use --direct=0", ErrAlignment)
+			}
+			w.fail("open", f.path, -1, err)
+			return
+		}
+		f.fd = fd
 	}
-	defer unix.Close(fd)
 	buf, err := alignedBuf(w.job.BS)
 	if err != nil {
-		w.fail("mmap", -1, err)
+		w.fail("mmap", w.job.Filename, -1, err)
 		return
 	}
 	defer unix.Munmap(buf[:cap(buf)])
 	w.begin()
 	for {
 		t0 := w.now()
-		off, ok := w.next(t0)
+		i, off, ok := w.next(t0)
 		if !ok {
 			return
 		}
-		n, err := preadFull(fd, buf, off)
+		f := &w.files[i]
+		n, err := preadFull(f.fd, buf, off)
 		t1 := w.now()
 		if err != nil {
 			if w.job.Direct && errors.Is(err, unix.EINVAL) {
 				err = fmt.Errorf("%w: %v", ErrAlignment, err)
 			}
-			w.fail("read", off, err)
+			w.fail("read", f.path, off, err)
 			return
 		}
 		if n == 0 {
-			w.fail("read", off, errors.New("unexpected end of file (did it shrink?)"))
+			w.fail("read", f.path, off, errors.New("unexpected end of file (did it shrink?)"))
 			return
 		}
-		if w.complete(t1, off, buf[:n], t1-t0, -1, t1-t0) {
+		if w.complete(t1, f.path, off, buf[:n], t1-t0, -1, t1-t0) {
 			return
 		}
 	}
@@ -282,34 +360,48 @@ func preadFull(fd int, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// runMmap maps the file and copies bs bytes from each offset, touching
-// every page, like fio's mmap engine.
+// runMmap maps each file's span and copies bs bytes from each offset,
+// touching every page, like fio's mmap engine.
 func (w *worker) runMmap() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	fd, err := unix.Open(w.job.Filename, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		w.fail("open", -1, err)
-		return
+	defer func() {
+		for i := range w.files {
+			if f := &w.files[i]; f.m != nil {
+				unix.Munmap(f.m)
+				f.m = nil
+			}
+		}
+	}()
+	bs := int64(w.job.BS)
+	for i := range w.files {
+		f := &w.files[i]
+		fd, err := unix.Open(f.path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			w.fail("open", f.path, -1, err)
+			return
+		}
+		// The mapping outlives the descriptor.
+		f.m, err = unix.Mmap(fd, 0, int(int64(f.nblocks)*bs), unix.PROT_READ, unix.MAP_SHARED)
+		unix.Close(fd)
+		if err != nil {
+			f.m = nil
+			w.fail("mmap", f.path, -1, err)
+			return
+		}
 	}
-	defer unix.Close(fd)
-	m, err := unix.Mmap(fd, 0, int(w.size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		w.fail("mmap", -1, err)
-		return
-	}
-	defer unix.Munmap(m)
 	buf := make([]byte, w.job.BS)
 	w.begin()
 	for {
 		t0 := w.now()
-		off, ok := w.next(t0)
+		i, off, ok := w.next(t0)
 		if !ok {
 			return
 		}
-		n := copy(buf, m[off:off+int64(w.job.BS)])
+		f := &w.files[i]
+		n := copy(buf, f.m[off:off+bs])
 		t1 := w.now()
-		if w.complete(t1, off, buf[:n], t1-t0, -1, t1-t0) {
+		if w.complete(t1, f.path, off, buf[:n], t1-t0, -1, t1-t0) {
 			return
 		}
 	}
@@ -346,12 +438,12 @@ func (w *worker) runUring() {
 		Logf:          w.notice,
 	})
 	if err != nil {
-		w.fail("setup", -1, fmt.Errorf("%w: io_uring: %v", ErrEngine, err))
+		w.fail("setup", w.job.Filename, -1, fmt.Errorf("%w: io_uring: %v", ErrEngine, err))
 		return
 	}
 	defer func() {
 		if err := eng.Close(); err != nil {
-			w.fail("close", -1, err)
+			w.fail("close", w.job.Filename, -1, err)
 		}
 	}()
 	info := eng.Info()
@@ -365,27 +457,37 @@ func (w *worker) runUring() {
 	if info.RegisterFiles {
 		w.res.EngineInfo += " registerfiles"
 	}
-	f, err := eng.Open(w.job.Filename)
-	if err != nil {
-		w.fail("open", -1, err)
-		return
-	}
-	w.file = f
-	defer eng.CloseFile(f)
-	if w.job.Direct && !f.Direct() {
-		w.fail("open", -1, fmt.Errorf("%w: O_DIRECT refused by the file system; use --direct=0", ErrAlignment))
-		return
+	// Deferred after eng.Close, so it runs first: files close before the engine.
+	defer func() {
+		for i := range w.files {
+			if f := &w.files[i]; f.ef != nil {
+				eng.CloseFile(f.ef)
+			}
+		}
+	}()
+	for i := range w.files {
+		wf := &w.files[i]
+		f, err := eng.Open(wf.path)
+		if err != nil {
+			w.fail("open", wf.path, -1, err)
+			return
+		}
+		wf.ef = f
+		if w.job.Direct && !f.Direct() {
+			w.fail("open", wf.path, -1, fmt.Errorf("%w: O_DIRECT refused by the file system; use --direct=0", ErrAlignment))
+			return
+		}
 	}
 	q := eng.NewQueue(engine.QueueOptions{Handler: w.handle})
 	reqs := make([]engine.Request, 0, w.job.IODepth)
 	w.begin()
 	for range w.job.IODepth {
 		now := w.now()
-		off, ok := w.next(now)
+		i, off, ok := w.next(now)
 		if !ok {
 			break
 		}
-		reqs = append(reqs, engine.Request{File: f, Off: off, Len: w.job.BS, Tag: uint64(now), Worker: -1})
+		reqs = append(reqs, engine.Request{File: w.files[i].ef, Off: off, Len: w.job.BS, Tag: uint64(now), Worker: -1})
 	}
 	if len(reqs) == 0 {
 		return
@@ -394,14 +496,14 @@ func (w *worker) runUring() {
 	// which from here on only the handler calls.
 	w.inflight.Store(int64(len(reqs)))
 	if err := q.Submit(context.Background(), reqs); err != nil {
-		w.fail("submit", -1, err)
+		w.fail("submit", w.job.Filename, -1, err)
 		return // the engine completes what it queued; Close waits for it
 	}
 	<-w.done
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if err := q.Drain(ctx); err != nil {
-		w.fail("drain", -1, err)
+		w.fail("drain", w.job.Filename, -1, err)
 	}
 }
 
@@ -412,8 +514,12 @@ func (w *worker) runUring() {
 func (w *worker) handle(c *engine.Completion) {
 	now := w.now()
 	if !w.stopping {
+		path := w.job.Filename
+		if c.File != nil {
+			path = c.File.Path()
+		}
 		if c.Err != nil {
-			w.fail("read", c.Off, c.Err)
+			w.fail("read", path, c.Off, c.Err)
 			w.lastNs = now
 			w.finish()
 		} else {
@@ -422,19 +528,20 @@ func (w *worker) handle(c *engine.Completion) {
 			if c.DoneNs > 0 && c.SubmitNs > 0 && c.DoneNs >= c.SubmitNs {
 				clat = c.DoneNs - c.SubmitNs
 			}
-			if w.complete(now, c.Off, c.Data, clat, max(lat-clat, 0), lat) {
+			if w.complete(now, path, c.Off, c.Data, clat, max(lat-clat, 0), lat) {
 				w.finish()
 			}
 		}
 	}
 	if !w.stopping {
 		t := w.now()
-		if off, ok := w.next(t); ok {
-			err := c.Resubmit(engine.Request{File: w.file, Off: off, Len: w.job.BS, Tag: uint64(t), Worker: -1})
+		if i, off, ok := w.next(t); ok {
+			f := w.files[i].ef
+			err := c.Resubmit(engine.Request{File: f, Off: off, Len: w.job.BS, Tag: uint64(t), Worker: -1})
 			if err == nil {
 				return
 			}
-			w.fail("resubmit", off, err)
+			w.fail("resubmit", f.Path(), off, err)
 			w.finish()
 		}
 	}

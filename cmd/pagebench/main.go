@@ -4,6 +4,8 @@
 //
 //	pagebench --name=rr --filename=/data/f --size=2g --rw=randread --bs=4k \
 //	    --ioengine=io_uring --iodepth=64 --direct=1 --runtime=5 --time_based
+//	pagebench --name=ds --filename=/data/part-0.parquet:/data/part-1.parquet \
+//	    --rw=randread --bs=64k --ioengine=io_uring --iodepth=32 --direct=1 --runtime=5 --time_based
 //	pagebench --output-format=json job.fio
 //	pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size 2g] [--case psync]
 //
@@ -48,6 +50,10 @@ fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
   --group_reporting --output-format=normal|json --seed
+--filename takes one file or, as in fio, a colon-separated list (a:b:c, \: for
+  a colon in a name): reads go to the files in turn (fio's roundrobin), at
+  bs-aligned offsets within each file; --size is divided evenly over the
+  files, else each file is read at its own size.
 Job files: [global] and [job] sections of key=value; jobs run one after another.
 `
 
