@@ -85,6 +85,7 @@ type Job struct {
 	RegisterFiles  bool
 	GroupReporting bool
 	Seed           uint64
+	ReadOnly       bool // fio's readonly: never lay out (write) a file; a missing or short one is an error
 
 	Global  []Option // as written, for the report's "global options"
 	Options []Option // as written, for the report's "job options"
@@ -230,6 +231,8 @@ func (j *Job) Set(o Option) error {
 		j.RegisterFiles, err = parseBool(key, v, o.Bare)
 	case "group_reporting":
 		j.GroupReporting, err = parseBool(key, v, o.Bare)
+	case "readonly":
+		j.ReadOnly, err = parseBool(key, v, o.Bare)
 	case "seed", "randseed":
 		if err = needValue(); err == nil {
 			j.Seed, err = strconv.ParseUint(v, 0, 64)
@@ -382,7 +385,7 @@ func knownKey(key string) bool {
 // Booleans never do, as in fio.
 func takesValue(key string) bool {
 	switch key {
-	case "direct", "time_based", "fixedbufs", "registerfiles", "group_reporting",
+	case "direct", "time_based", "fixedbufs", "registerfiles", "group_reporting", "readonly",
 		"stonewall", "wait_for_previous", "thread":
 		return false
 	}

@@ -30,7 +30,7 @@ func TestParseArgs(t *testing.T) {
 			args: []string{"--name=rr", "--filename=/f", "--size=2g", "--rw=randread", "--bs=4k", "--iodepth=64",
 				"--iodepth_batch_submit=16", "--direct=1", "--ioengine=io_uring", "--numjobs=2", "--runtime=5",
 				"--time_based", "--ramp_time=500ms", "--fixedbufs", "--registerfiles", "--group_reporting",
-				"--output-format=json", "--seed=7"},
+				"--readonly", "--output-format=json", "--seed=7"},
 			check: func(t *testing.T, s *Spec) {
 				if s.OutputFormat != "json" || len(s.Jobs) != 1 {
 					t.Fatalf("spec %+v", s)
@@ -38,7 +38,7 @@ func TestParseArgs(t *testing.T) {
 				j := mustResolve(t, s.Jobs[0])
 				want := Job{Name: "rr", Filename: "/f", Size: 2 << 30, RW: RandRead, BS: 4096, IODepth: 64, BatchSubmit: 16,
 					Direct: true, IOEngine: EngineIOUring, NumJobs: 2, Runtime: 5 * time.Second, TimeBased: true,
-					RampTime: 500 * time.Millisecond, FixedBufs: true, RegisterFiles: true, GroupReporting: true, Seed: 7}
+					RampTime: 500 * time.Millisecond, FixedBufs: true, RegisterFiles: true, GroupReporting: true, Seed: 7, ReadOnly: true}
 				j.Global, j.Options = nil, nil
 				if !reflect.DeepEqual(j, want) {
 					t.Errorf("got  %+v\nwant %+v", j, want)

@@ -250,19 +250,26 @@ func TestMultiFileErrors(t *testing.T) {
 		bs             int
 		path           string // the file the error must name
 		msg            string
+		size           int64 // --size
+		readonly       bool
 	}{
-		{"missing without size", paths[0] + ":" + missing + ":" + paths[1], blk, missing, "no such file, and no --size"},
-		{"directory in list", paths[0] + ":" + dir, blk, dir, "is a directory"},
-		{"file below bs", paths[0] + ":" + paths[1], 8 * blk, paths[0], "smaller than bs"},
+		{"missing without size", paths[0] + ":" + missing + ":" + paths[1], blk, missing, "no such file, and no --size", 0, false},
+		{"directory in list", paths[0] + ":" + dir, blk, dir, "is a directory", 0, false},
+		{"file below bs", paths[0] + ":" + paths[1], 8 * blk, paths[0], "smaller than bs", 0, false},
+		{"readonly missing", paths[0] + ":" + missing, blk, missing, "--readonly forbids", 8 * blk, true},
+		{"readonly short", paths[0] + ":" + paths[1], blk, paths[0], "--readonly forbids", 16 * blk, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			job := DefaultJob()
-			job.Name, job.Filename, job.BS = "bad", tt.filename, tt.bs
+			job.Name, job.Filename, job.BS, job.Size, job.ReadOnly = "bad", tt.filename, tt.bs, tt.size, tt.readonly
 			_, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job}})
 			var e *Error
 			if !errors.As(err, &e) || e.Path != tt.path || !strings.Contains(err.Error(), tt.msg) || !strings.Contains(err.Error(), tt.path) {
 				t.Errorf("got %v; want *Error for %s containing %q", err, tt.path, tt.msg)
+			}
+			if _, err := os.Stat(missing); err == nil {
+				t.Errorf("%s was laid out", missing)
 			}
 		})
 	}

@@ -403,6 +403,9 @@ func prepareTarget(path string, want int64, job *Job, stderr io.Writer) (int64, 
 		if want == 0 {
 			return 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("no such file, and no --size to lay it out")}
 		}
+		if job.ReadOnly {
+			return 0, &Error{Op: "open", Path: path, Off: -1, Err: errors.New("no such file, and --readonly forbids laying it out")}
+		}
 		if err := layout(path, 0, want, job.Name, stderr); err != nil {
 			return 0, err
 		}
@@ -429,6 +432,10 @@ func prepareTarget(path string, want int64, job *Job, stderr io.Writer) (int64, 
 	case want == 0:
 		return st.Size(), nil
 	case st.Size() < want:
+		if job.ReadOnly {
+			return 0, &Error{Op: "open", Path: path, Off: -1,
+				Err: fmt.Errorf("%d bytes, shorter than the %d to read, and --readonly forbids extending it", st.Size(), want)}
+		}
 		if err := layout(path, st.Size(), want, job.Name, stderr); err != nil {
 			return 0, err
 		}

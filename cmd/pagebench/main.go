@@ -49,7 +49,7 @@ const usage = `usage: pagebench [fio options] [job.fio ...]
 fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
-  --group_reporting --output-format=normal|json --seed
+  --group_reporting --readonly --output-format=normal|json --seed
 --filename takes one file or, as in fio, a colon-separated list (a:b:c, \: for
   a colon in a name): reads go to the files in turn (fio's roundrobin), at
   bs-aligned offsets within each file; --size is divided evenly over the
