@@ -27,15 +27,14 @@ func TestPrepareFileBlockDevice(t *testing.T) {
 
 	job := DefaultJob()
 	job.Name, job.Filename, job.BS, job.Direct = "dev", dev, 4096, true
-	size, _, err := prepareFile(&job, io.Discard)
-	if err != nil {
+	if _, _, err := prepareFiles(&job, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if size != 8<<20 {
-		t.Fatalf("size %d, want the device's %d", size, 8<<20)
+	if job.Size != 8<<20 {
+		t.Fatalf("size %d, want the device's %d", job.Size, 8<<20)
 	}
 	job.Size = 1 << 30
-	if _, _, err := prepareFile(&job, io.Discard); !errors.Is(err, ErrBadOption) {
+	if _, _, err := prepareFiles(&job, io.Discard); !errors.Is(err, ErrBadOption) {
 		t.Fatalf("size beyond the device: %v, want ErrBadOption (devices are never laid out)", err)
 	}
 }

@@ -383,16 +383,6 @@ func prepareFiles(job *Job, stderr io.Writer) ([]target, int, error) {
 	return ts, align, nil
 }
 
-// prepareFile is prepareFiles for callers that need only the total span
-// (job.Size afterwards) and the alignment.
-func prepareFile(job *Job, stderr io.Writer) (size int64, align int, err error) {
-	_, align, err = prepareFiles(job, stderr)
-	if err != nil {
-		return 0, 0, err
-	}
-	return job.Size, align, nil
-}
-
 // prepareTarget returns the span of path to read: want bytes, laying the
 // file out when missing or short, or the file's size when want is 0.
 // Block devices are never laid out; want is at most their size.
