@@ -240,8 +240,8 @@ func (c *Config) fill() error {
 	if c.IODepth < 0 || c.IODepth > 1<<16 {
 		return fmt.Errorf("%w: iodepth %d (want 0..65536)", ErrConfig, c.IODepth)
 	}
-	if c.Prefetch < 0 || c.Prefetch > 64 {
-		return fmt.Errorf("%w: prefetch %d (want 0..64)", ErrConfig, c.Prefetch)
+	if c.Prefetch < 0 || c.Prefetch > maxPrefetch {
+		return fmt.Errorf("%w: prefetch %d (want 0..%d)", ErrConfig, c.Prefetch, maxPrefetch)
 	}
 	if c.Epochs == 0 {
 		c.Epochs = 1

@@ -229,6 +229,7 @@ const (
 	autoSlotBytes     = 256 << 20
 	autoSmallPrefetch = 2
 	autoDecodePages   = 512
+	maxPrefetch       = 64 // Config.Prefetch's bound
 )
 
 // autoPrefetch returns the read-ahead in batches for batches of perBatch
@@ -252,35 +253,25 @@ const (
 func autoPrefetch(perBatch, meanRead, slotSize int, compressed bool) int {
 	if meanRead < autoLargeRead {
 		if compressed {
-			return max(autoSmallPrefetch, min((autoDecodePages+perBatch-1)/perBatch-1, 64))
+			return max(autoSmallPrefetch, min((autoDecodePages+perBatch-1)/perBatch-1, maxPrefetch))
 		}
 		return autoSmallPrefetch
 	}
 	byBytes := autoWindowBytes/(perBatch*meanRead) - 1
 	byPages := (autoWindowPages+perBatch-1)/perBatch - 1
 	bySlots := autoSlotBytes/(perBatch*slotSize) - 1
-	return max(autoSmallPrefetch, min(byBytes, byPages, bySlots, 64))
+	return max(autoSmallPrefetch, min(byBytes, byPages, bySlots, maxPrefetch))
 }
 
 // defaultWorkers is Engine.Workers' default: GOMAXPROCS, halved (at least
 // one) when no page of the column is compressed, so decoding is cheap and
 // one ring per two cores keeps the reads flowing (see Config.Engine).
-func (l *Loader) defaultWorkers() int {
+func defaultWorkers(compressed bool) int {
 	n := runtime.GOMAXPROCS(0)
-	if l.compressed() {
+	if compressed {
 		return n
 	}
 	return max(1, n/2)
-}
-
-// compressed reports whether any chunk of the column is compressed.
-func (l *Loader) compressed() bool {
-	for c := 0; c < l.ix.NumChunks(); c++ {
-		if l.ix.Chunk(0, c).Codec != compress.Codecs.Uncompressed {
-			return true
-		}
-	}
-	return false
 }
 
 // Workers returns the number of engine workers in use.
@@ -297,8 +288,11 @@ func (l *Loader) openEngine() error {
 		maxPage, sum = max(maxPage, size), sum+int64(size)
 	}
 	meanPage := int(sum / int64(max(l.ix.NumPages(0), 1)))
+	compressed := false // any chunk: picks the read-ahead and worker defaults
 	for c := 0; c < l.ix.NumChunks(); c++ {
-		maxPage = max(maxPage, int(l.ix.Chunk(0, c).DictSize))
+		ci := l.ix.Chunk(0, c)
+		maxPage = max(maxPage, int(ci.DictSize))
+		compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
 	}
 	opts := l.cfg.Engine
 	if opts.SlotSize == 0 {
@@ -306,14 +300,14 @@ func (l *Loader) openEngine() error {
 	}
 	perBatch := l.cfg.BatchPages * l.unitMax
 	if l.cfg.Prefetch == 0 {
-		l.cfg.Prefetch = autoPrefetch(perBatch, meanPage, opts.SlotSize, l.compressed())
+		l.cfg.Prefetch = autoPrefetch(perBatch, meanPage, opts.SlotSize, compressed)
 	}
 	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
 		inflight = l.unitMax
 	}
 	if opts.Workers == 0 {
-		opts.Workers = l.defaultWorkers()
+		opts.Workers = defaultWorkers(compressed)
 	}
 	if opts.QueueDepth == 0 && l.cfg.IODepth > 0 {
 		opts.QueueDepth = (l.cfg.IODepth + opts.Workers - 1) / opts.Workers
