@@ -939,3 +939,49 @@ func TestSettleWaitsForHandlersNotRelease(t *testing.T) {
 func testCtx(testing.TB) context.Context { return waitCtx }
 
 var waitCtx = context.Background()
+
+// TestRingRefilledBeforeHandlers: a Handler (decoding, say) runs only once
+// the worker has handed the kernel every queued read its depth allows, so
+// the device never idles behind a slow handler. The handler runs on the
+// worker's goroutine, so it may read the worker's counters.
+func TestRingRefilledBeforeHandlers(t *testing.T) {
+	data := content(1 << 20)
+	path := writeFile(t, data, false)
+	const depth, n = 2, 64
+	e := newEngine(t, Options{Kind: IOUring, QueueDepth: depth, SlotsPerWorker: n, SlotSize: 16 << 10})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, idle, queuedSeen int
+	q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+		w := c.s.w
+		calls++
+		if w.pqLen > 0 {
+			queuedSeen++
+			if w.inKernel < depth {
+				idle++
+			}
+		}
+		c.Release()
+	}})
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{File: f, Off: int64(i) * 4096, Len: 4096, Worker: 0}
+	}
+	if err := q.Submit(testCtx(t), reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Settle(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if calls != n {
+		t.Fatalf("%d handler calls, want %d", calls, n)
+	}
+	if queuedSeen == 0 {
+		t.Fatal("no handler ran while reads were queued: the test shows nothing")
+	}
+	if idle > 0 {
+		t.Fatalf("%d of %d handlers ran with reads queued and the ring below depth %d", idle, queuedSeen, depth)
+	}
+}

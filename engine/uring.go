@@ -133,23 +133,7 @@ func (w *worker) loop() {
 				w.efdArmed = true
 			}
 		}
-		for prepped := 0; w.pqLen > 0 && w.inKernel < depth && prepped < batch; {
-			s := &w.slots[w.pq[w.pqHead]]
-			if s.want == 0 { // nothing to read: empty request or past EOF
-				w.pqPop()
-				s.finish()
-				s.complete()
-				w.done = append(w.done, s)
-				continue
-			}
-			sqe := r.GetSQE()
-			if sqe == nil {
-				break
-			}
-			w.pqPop()
-			w.prep(sqe, s)
-			prepped++
-		}
+		w.fill(depth, batch)
 		if len(w.done) > 0 {
 			w.deliver()
 			continue
@@ -183,8 +167,42 @@ func (w *worker) loop() {
 				w.pqPushFront(s.idx) // short read: the rest goes first
 			}
 		}
+		// Refill the ring before running handlers: they may take a while
+		// (decoding), and the device should not idle meanwhile.
+		if len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth {
+			if w.fill(depth, batch) > 0 {
+				if _, err := r.Submit(); err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
+					w.failQueued(err)
+				}
+			}
+		}
 		w.deliver()
 	}
+}
+
+// fill prepares SQEs for queued requests, at most batch of them and while
+// fewer than depth reads are in the kernel, and returns how many. Requests
+// with nothing to read complete at once onto w.done.
+func (w *worker) fill(depth, batch int) int {
+	prepped := 0
+	for w.pqLen > 0 && w.inKernel < depth && prepped < batch {
+		s := &w.slots[w.pq[w.pqHead]]
+		if s.want == 0 { // nothing to read: empty request or past EOF
+			w.pqPop()
+			s.finish()
+			s.complete()
+			w.done = append(w.done, s)
+			continue
+		}
+		sqe := w.r.GetSQE()
+		if sqe == nil {
+			break
+		}
+		w.pqPop()
+		w.prep(sqe, s)
+		prepped++
+	}
+	return prepped
 }
 
 // deliver runs handlers and fills queues for the slots reaped this round.
