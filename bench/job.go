@@ -58,6 +58,33 @@ func (rw RW) String() string {
 	return "read"
 }
 
+// FileService is fio's file_service_type: how a job with several files
+// chooses the file of its next I/O. The zero value is fio's default.
+type FileService int
+
+const (
+	// ServiceRoundRobin takes the files in turn (fio's roundrobin).
+	ServiceRoundRobin FileService = iota
+	// ServiceSequential stays on one file until its share is read, then
+	// moves to the next (fio's sequential). A time_based randread never
+	// finishes a file, so it stays on its first file, as in fio.
+	ServiceSequential
+	// ServiceRandom picks a file uniformly at random, from the job's
+	// seeded generator, among those with reads left (fio's random); in a
+	// time_based randread, among all of them.
+	ServiceRandom
+)
+
+func (s FileService) String() string {
+	switch s {
+	case ServiceSequential:
+		return "sequential"
+	case ServiceRandom:
+		return "random"
+	}
+	return "roundrobin"
+}
+
 // Engine names accepted by ioengine=.
 const (
 	EngineIOUring = "io_uring"
@@ -67,10 +94,16 @@ const (
 
 // Job is one resolved job: every option validated, defaults filled as fio
 // fills them (rw=read, bs=4k, iodepth=1, ioengine=psync, numjobs=1).
+//
+// Size and several files: Size is divided as fio divides it. Each of n
+// files gets Size/n bytes; the remainder (Size mod n), in whole bs blocks,
+// gives one more block to each of the first files; what is left of it
+// below bs is not used (fio drops it too). RunRaw sets Size to the total
+// of the spans it uses, so its report shows what was actually read from.
 type Job struct {
 	Name           string
 	Filename       string // as given: one path or fio's colon-separated list ("a:b", "\:" escapes a colon); see Filenames
-	Size           int64  // bytes to use, divided evenly over the files; 0: each file's size
+	Size           int64  // bytes to use over all the files, divided over them as said above; 0: each file's size
 	RW             RW
 	BS             int
 	IODepth        int // 1..4096; psync and mmap always run one at a time
@@ -86,6 +119,14 @@ type Job struct {
 	GroupReporting bool
 	Seed           uint64
 	ReadOnly       bool // fio's readonly: never lay out (write) a file; a missing or short one is an error
+
+	// FileService and FileServiceNr are fio's file_service_type=TYPE[:N]:
+	// how the next I/O's file is chosen, and after how many I/Os to one
+	// file the choice is made again (0 means 1, fio's default). A
+	// sequential job ignores N, as fio's io_u.c does. N=0 as written
+	// ("random:0") is 1<<32, since fio's unsigned count wraps.
+	FileService   FileService
+	FileServiceNr uint64
 
 	Global  []Option // as written, for the report's "global options"
 	Options []Option // as written, for the report's "job options"
@@ -240,6 +281,10 @@ func (j *Job) Set(o Option) error {
 				err = fmt.Errorf("%w: seed=%q is not an unsigned integer", ErrBadOption, v)
 			}
 		}
+	case "file_service_type":
+		if err = needValue(); err == nil {
+			j.FileService, j.FileServiceNr, err = parseFileService(v)
+		}
 	case "stonewall", "wait_for_previous", "thread":
 		// Jobs always run one after another, in their own goroutines.
 		_, err = parseBool(key, v, o.Bare)
@@ -247,6 +292,36 @@ func (j *Job) Set(o Option) error {
 		err = fmt.Errorf("%w: %w %q", ErrBadOption, errUnknownOption, key)
 	}
 	return err
+}
+
+// parseFileService parses file_service_type's TYPE[:N]. Errors name the
+// option and the value.
+func parseFileService(v string) (FileService, uint64, error) {
+	name, nr, hasNr := strings.Cut(v, ":")
+	var s FileService
+	switch name {
+	case "roundrobin":
+		s = ServiceRoundRobin
+	case "sequential":
+		s = ServiceSequential
+	case "random":
+		s = ServiceRandom
+	case "zipf", "pareto", "normal", "gauss":
+		return 0, 0, fmt.Errorf("%w: file_service_type=%s: the %s distribution is not supported (want roundrobin, sequential or random)", ErrBadOption, v, name)
+	default:
+		return 0, 0, fmt.Errorf("%w: file_service_type=%s: want roundrobin, sequential or random, with an optional :N", ErrBadOption, v)
+	}
+	if !hasNr {
+		return s, 0, nil
+	}
+	n, err := strconv.ParseUint(nr, 10, 32)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: file_service_type=%s: %q after the colon is not a count of I/Os", ErrBadOption, v, nr)
+	}
+	if n == 0 {
+		n = 1 << 32 // fio keeps n-1 left in an unsigned int: 0 wraps
+	}
+	return s, n, nil
 }
 
 // commandOptions are the options only the command line takes.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -296,5 +297,246 @@ func TestMultiFileReadErrorNamesFile(t *testing.T) {
 	if !errors.As(err, &e) || e.Path != paths[1] || e.Off != blk || e.Op != "read" ||
 		!strings.Contains(err.Error(), fmt.Sprintf("%s at offset %d", paths[1], blk)) {
 		t.Fatalf("got %v; want a read error for %s at offset %d", err, paths[1], blk)
+	}
+}
+
+func TestFileServiceOption(t *testing.T) {
+	good := []struct {
+		in   string
+		want FileService
+		nr   uint64
+	}{
+		{"roundrobin", ServiceRoundRobin, 0},
+		{"sequential", ServiceSequential, 0},
+		{"random", ServiceRandom, 0},
+		{"random:4", ServiceRandom, 4},
+		{"roundrobin:2", ServiceRoundRobin, 2},
+		{"sequential:8", ServiceSequential, 8},
+		{"random:0", ServiceRandom, 1 << 32}, // fio's unsigned count wraps
+	}
+	for _, tt := range good {
+		for _, args := range [][]string{
+			{"--name=a", "--filename=/f", "--file_service_type=" + tt.in},
+			{"--name=a", "--filename=/f", "--file_service_type", tt.in},
+		} {
+			s, err := ParseArgs(args)
+			if err != nil {
+				t.Errorf("ParseArgs(%q): %v", args, err)
+				continue
+			}
+			if j := mustResolve(t, s.Jobs[0]); j.FileService != tt.want || j.FileServiceNr != tt.nr {
+				t.Errorf("%q: FileService %v nr %d, want %v %d", args, j.FileService, j.FileServiceNr, tt.want, tt.nr)
+			}
+		}
+	}
+	if j := DefaultJob(); j.FileService != ServiceRoundRobin || j.FileServiceNr != 0 || j.FileService.String() != "roundrobin" {
+		t.Errorf("default file service %v:%d, want roundrobin", j.FileService, j.FileServiceNr)
+	}
+
+	// Job files; the job's own option overrides the global one, count included.
+	fs, err := ParseJobFile("t.fio", strings.NewReader("[global]\nfile_service_type=random:4\n[a]\nfilename=/f\n[b]\nfilename=/f\nfile_service_type=sequential\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := mustResolve(t, fs.Jobs[0]); a.FileService != ServiceRandom || a.FileServiceNr != 4 {
+		t.Errorf("job a: %v:%d, want random:4", a.FileService, a.FileServiceNr)
+	}
+	if b := mustResolve(t, fs.Jobs[1]); b.FileService != ServiceSequential || b.FileServiceNr != 0 {
+		t.Errorf("job b: %v:%d, want sequential", b.FileService, b.FileServiceNr)
+	}
+
+	for _, v := range []string{"", "rand", "Random", "zipf", "gauss:1.5", "random:", "random:x", "random:-1", "roundrobin:4294967296", "sequential:2:3"} {
+		_, err := ParseArgs([]string{"--name=a", "--filename=/f", "--file_service_type=" + v})
+		if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "file_service_type="+v) {
+			t.Errorf("file_service_type=%q: %v; want ErrBadOption naming the option and the value", v, err)
+		}
+	}
+	if _, err := ParseArgs([]string{"--name=a", "--filename=/f", "--file_service_type"}); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "file_service_type needs a value") {
+		t.Errorf("bare --file_service_type: %v", err)
+	}
+	if _, err := ParseJobFile("t.fio", strings.NewReader("[a]\nfilename=/f\nfile_service_type=pareto\n")); !errors.Is(err, ErrJobFile) ||
+		!strings.Contains(err.Error(), "t.fio:3:") || !strings.Contains(err.Error(), "file_service_type=pareto") {
+		t.Errorf("job file with a bad file_service_type: %v", err)
+	}
+}
+
+// fileOrder runs job (one clone) and returns the index in paths of the
+// file of each read, in completion order, and the offsets.
+func fileOrder(t *testing.T, job Job, paths []string) ([]int, []int64) {
+	t.Helper()
+	var order []int
+	var offs []int64
+	cfg := RawConfig{Jobs: []Job{job}, onRead: func(_ int, path string, off int64, _ []byte) {
+		order = append(order, slices.Index(paths, path))
+		offs = append(offs, off)
+	}}
+	_, err := RunRaw(context.Background(), cfg)
+	if engineMissing(err) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return order, offs
+}
+
+// TestFileServiceOrder checks which file each read of three equal files
+// went to under each file_service_type. psync and io_uring at iodepth 1
+// complete reads in the order they are issued.
+func TestFileServiceOrder(t *testing.T) {
+	paths, _ := listFiles(t, t.TempDir(), 4*blk, 4*blk, 4*blk)
+	list := strings.Join(paths, ":")
+	for _, eng := range []string{EnginePsync, EngineIOUring} {
+		t.Run(eng, func(t *testing.T) {
+			base := DefaultJob()
+			base.Name, base.Filename, base.IOEngine, base.BS = "fst", list, eng, blk
+			withFST := func(j Job, v string) Job {
+				t.Helper()
+				if err := j.Set(Option{Key: "file_service_type", Value: v}); err != nil {
+					t.Fatal(err)
+				}
+				return j
+			}
+
+			// Not time based, rw=read: every block of every file once.
+			for _, tt := range []struct {
+				fst  string
+				want []int
+			}{
+				{"roundrobin", []int{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}},
+				{"roundrobin:2", []int{0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2}},
+				// A file's run ends early when its share is done.
+				{"roundrobin:3", []int{0, 0, 0, 1, 1, 1, 2, 2, 2, 0, 1, 2}},
+				{"sequential", []int{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}},
+				// fio's get_next_file never switches a sequential file early.
+				{"sequential:2", []int{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2}},
+			} {
+				if got, _ := fileOrder(t, withFST(base, tt.fst), paths); !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("%s: file order %v, want %v", tt.fst, got, tt.want)
+				}
+			}
+
+			// random: each file still gets its share, in an order that the
+			// seed alone decides.
+			rnd := withFST(base, "random")
+			rnd.RW = RandRead
+			o1, offs1 := fileOrder(t, rnd, paths)
+			o2, offs2 := fileOrder(t, rnd, paths)
+			rnd.Seed++
+			o3, offs3 := fileOrder(t, rnd, paths)
+			for _, o := range [][]int{o1, o3} {
+				per := [3]int{}
+				for _, i := range o {
+					per[i]++
+				}
+				if per != [3]int{4, 4, 4} {
+					t.Errorf("random: reads per file %v, want 4 each", per)
+				}
+			}
+			if !reflect.DeepEqual(o1, o2) || !reflect.DeepEqual(offs1, offs2) {
+				t.Errorf("random, same seed: %v %v then %v %v", o1, offs1, o2, offs2)
+			}
+			if reflect.DeepEqual(o1, o3) || reflect.DeepEqual(offs1, offs3) {
+				t.Errorf("random: seeds %d and %d gave the same reads: %v %v", rnd.Seed-1, rnd.Seed, o1, offs1)
+			}
+			if reflect.DeepEqual(o1, []int{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}) {
+				t.Errorf("random gave the round-robin order %v", o1)
+			}
+
+			// time_based randread: no file's share ever runs out, as in fio.
+			tb := base
+			tb.RW, tb.TimeBased, tb.Runtime = RandRead, true, 50*time.Millisecond
+			if o, _ := fileOrder(t, withFST(tb, "sequential"), paths); len(o) <= 12 || slices.ContainsFunc(o, func(i int) bool { return i != 0 }) {
+				t.Errorf("time_based sequential: %d reads, files %v; want more than 12, all on the first file", len(o), fileCounts(o))
+			}
+			o, _ := fileOrder(t, withFST(tb, "roundrobin"), paths)
+			if len(o) <= 12 {
+				t.Errorf("time_based roundrobin: %d reads, want more than 12", len(o))
+			}
+			for k, i := range o {
+				if i != k%3 {
+					t.Errorf("time_based roundrobin: read %d went to file %d, want %d", k, i, k%3)
+					break
+				}
+			}
+			o, _ = fileOrder(t, withFST(tb, "random:3"), paths)
+			counts := fileCounts(o)
+			if len(o) < 300 || slices.Min(counts) < len(o)/6 {
+				t.Errorf("time_based random:3: %d reads, per file %v; want at least 300, every file about a third", len(o), counts)
+			}
+			for k := 1; k < len(o); k++ {
+				if k%3 != 0 && o[k] != o[k-1] {
+					t.Errorf("time_based random:3: read %d switched file (%d to %d) inside a run of 3", k, o[k-1], o[k])
+					break
+				}
+			}
+		})
+	}
+}
+
+// fileCounts returns how many reads went to each of three files.
+func fileCounts(order []int) []int {
+	c := make([]int, 3)
+	for _, i := range order {
+		c[i]++
+	}
+	return c
+}
+
+// TestMultiFileSizeRemainder checks fio's division of --size: size/n each,
+// then one more bs block for each of the first files while the remainder
+// holds one; what is left below bs is not used, and job.Size says so.
+func TestMultiFileSizeRemainder(t *testing.T) {
+	tests := []struct {
+		name string
+		bs   int
+		size int64
+		want []int64
+	}{
+		{"remainder below bs", blk, 48*blk + 100, []int64{16*blk + 33, 16*blk + 33, 16*blk + 33}},
+		{"remainder in whole blocks", 2, 5*100 + 4, []int64{102, 102, 100, 100, 100}},
+		{"bs 1", 1, 3002, []int64{1001, 1001, 1000}},
+		{"one file unchanged", blk, 3*blk + 5, []int64{3*blk + 5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var paths []string
+			var want []target
+			var total int64
+			for i, n := range tt.want {
+				p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+				paths = append(paths, p)
+				want = append(want, target{p, n})
+				total += n
+			}
+			job := DefaultJob()
+			job.Name, job.Filename, job.BS, job.Size = "rem", strings.Join(paths, ":"), tt.bs, tt.size
+			files, _, err := prepareFiles(&job, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(files, want) || job.Size != total {
+				t.Errorf("files %+v size %d; want %+v, %d", files, job.Size, want, total)
+			}
+			for _, f := range want {
+				if st, err := os.Stat(f.path); err != nil || st.Size() != f.size {
+					t.Errorf("%s laid out as %v %v, want %d bytes", f.path, st, err, f.size)
+				}
+			}
+		})
+	}
+
+	// Through RunRaw: the report's size is the span used, and the reads
+	// are the whole blocks of each file's share.
+	paths, _ := listFiles(t, t.TempDir(), 16*blk, 16*blk, 16*blk)
+	job := DefaultJob()
+	job.Name, job.Filename, job.BS, job.Size = "rem", strings.Join(paths, ":"), blk, 48*blk+100
+	rep, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := rep.Groups[0]; g.Job.Size != 48*blk+99 || g.Clones[0].IOs != 48 {
+		t.Errorf("reported size %d, %d reads; want %d and 48", g.Job.Size, g.Clones[0].IOs, 48*blk+99)
 	}
 }

@@ -339,24 +339,35 @@ type target struct {
 // prepareFiles prepares every file of job.Filename, in order: a missing
 // or short file is laid out when --size asks for more than it holds, as
 // fio does. Without --size each file is used at its own size; with it,
-// every file gets size/len(files) bytes (fio divides size evenly). It
-// sets job.Size to the total span, checks bs against each file's size
-// and O_DIRECT alignment, and returns the files and the largest
-// alignment (1 when buffered). Errors name the file.
+// size is divided as fio divides it (see Job): size/len(files) bytes
+// each, plus one bs block for each of the first (size mod len(files))/bs
+// files. It sets job.Size to the total span, what is actually used,
+// checks bs against each file's size and O_DIRECT alignment, and returns
+// the files and the largest alignment (1 when buffered). Errors name the
+// file.
 func prepareFiles(job *Job, stderr io.Writer) ([]target, int, error) {
 	paths, err := job.Filenames()
 	if err != nil {
 		return nil, 0, err
 	}
-	per := job.Size / int64(len(paths))
+	n := int64(len(paths))
+	per := job.Size / n
 	if job.Size > 0 && per == 0 {
 		return nil, 0, fmt.Errorf("%w: size %d is less than a byte for each of %d files", ErrBadOption, job.Size, len(paths))
+	}
+	extra := int64(0) // fio's nr_fs_extra
+	if job.BS > 0 {
+		extra = (job.Size - per*n) / int64(job.BS)
 	}
 	ts := make([]target, len(paths))
 	total := int64(0)
 	align := 1
 	for i, path := range paths {
-		size, err := prepareTarget(path, per, job, stderr)
+		want := per
+		if int64(i) < extra {
+			want += int64(job.BS)
+		}
+		size, err := prepareTarget(path, want, job, stderr)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -20,12 +20,17 @@ import (
 // atomics belong to the goroutine that runs the engine (the psync/mmap
 // loop, or the io_uring engine's worker that calls handle).
 //
-// Files are served as fio's file_service_type=roundrobin: successive reads
-// go to successive files, each file's reads at a random block (randread)
-// or its next block (read) within it. A file leaves the rotation once it
-// had as many reads as it has blocks; when all have, a new pass starts
-// with every file, so over a pass each file is read in proportion to its
-// size, as fio reads each file's io_size.
+// Files are served as the job's file_service_type says (pick), each
+// file's reads at a random block (randread) or its next block (read)
+// within it. A file leaves the rotation once it had as many reads as it
+// has blocks; when all have, a new pass starts with every file, so over a
+// pass each file is read in proportion to its size, as fio reads each
+// file's io_size. Under sequential and random, a time_based randread
+// never finishes a file, as in fio, whose random map then starts over:
+// sequential stays on its first file, random chooses among all files.
+// Roundrobin keeps its passes there (fio would alternate over every file;
+// the two agree when the files are the same size). Clones start on
+// different files (pos), where fio's would all start on the first.
 type worker struct {
 	job    *Job
 	clone  int
@@ -39,9 +44,19 @@ type worker struct {
 	limit     int64 // bytes to read after measureNs; 0: no limit
 	files     []wfile
 	active    []int32 // files with reads left in this pass, in round-robin order
-	pos       int     // index in active of the next file
+	pos       int     // index in active of the next file in round-robin order
 	issued    int64   // measured bytes issued
 	rnd       rng
+
+	// File service (pick): the file being served, as an index in files
+	// and in active (-1: choose one), the I/Os it has left before the
+	// choice is made again, and whether files never leave the rotation.
+	service FileService
+	serveNr uint64
+	cur     int32
+	curK    int
+	curLeft uint64
+	endless bool
 
 	res      *JobResult
 	err      error
@@ -81,6 +96,10 @@ func newWorker(job *Job, gid, clone int, files []target, align int, base time.Ti
 		files:     make([]wfile, len(files)),
 		active:    make([]int32, 0, len(files)),
 		rnd:       rng{s: job.Seed + uint64(clone)*0x9e3779b97f4a7c15},
+		service:   job.FileService,
+		serveNr:   max(job.FileServiceNr, 1),
+		cur:       -1,
+		endless:   job.TimeBased && job.RW == RandRead && job.FileService != ServiceRoundRobin,
 		res:       newJobResult(job.Name, gid),
 		done:      make(chan struct{}),
 	}
@@ -149,23 +168,45 @@ func (w *worker) next(now int64) (int, int64, bool) {
 	return i, int64(blk) * int64(w.job.BS), true
 }
 
-// pick returns the next file in round-robin order among those with reads
-// left in this pass, starting a new pass when none has. It does not
-// allocate.
+// pick returns the file of the next read, as fio's get_next_file: the
+// file being served while it has reads left in this pass and, but for
+// sequential, fewer than serveNr I/Os in a row; else a new one among those
+// with reads left, the next in round-robin order (roundrobin, sequential)
+// or a uniform choice from the job's generator (random). A new pass
+// starts when no file has reads left. It does not allocate.
 func (w *worker) pick() int {
-	if len(w.active) == 0 {
-		w.newPass()
+	if w.cur >= 0 && (w.service == ServiceSequential || w.curLeft > 0) {
+		if w.service != ServiceSequential {
+			w.curLeft--
+		}
+	} else {
+		if len(w.active) == 0 {
+			w.newPass()
+		}
+		var k int
+		if w.service == ServiceRandom {
+			k = int(w.rnd.below(uint64(len(w.active))))
+		} else {
+			if w.pos >= len(w.active) {
+				w.pos = 0
+			}
+			k = w.pos
+		}
+		w.cur, w.curK, w.curLeft = w.active[k], k, w.serveNr-1
+		w.pos = k + 1
 	}
-	if w.pos >= len(w.active) {
-		w.pos = 0
+	i := int(w.cur)
+	if w.endless {
+		return i
 	}
-	i := int(w.active[w.pos])
 	f := &w.files[i]
 	if f.left--; f.left == 0 {
-		// Out of the rotation; the next file slides into pos.
-		w.active = append(w.active[:w.pos], w.active[w.pos+1:]...)
-	} else {
-		w.pos++
+		// Out of the rotation; the files after it slide down one.
+		w.active = append(w.active[:w.curK], w.active[w.curK+1:]...)
+		if w.pos > w.curK {
+			w.pos--
+		}
+		w.cur = -1
 	}
 	return i
 }

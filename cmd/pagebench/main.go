@@ -50,10 +50,14 @@ fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
   --group_reporting --readonly --output-format=normal|json --seed
+  --file_service_type=roundrobin|sequential|random[:N]
 --filename takes one file or, as in fio, a colon-separated list (a:b:c, \: for
-  a colon in a name): reads go to the files in turn (fio's roundrobin), at
-  bs-aligned offsets within each file; --size is divided evenly over the
-  files, else each file is read at its own size.
+  a colon in a name): reads go to the files as --file_service_type says (by
+  default in turn, fio's roundrobin; sequential keeps to a file until its
+  share is read; :N chooses again after N reads, but for sequential, as in
+  fio), at bs-aligned offsets within each file; --size is divided as fio
+  divides it (size/files each, whole bs blocks left over to the first
+  files), else each file is read at its own size.
 Job files: [global] and [job] sections of key=value; jobs run one after another.
 `
 
