@@ -115,7 +115,8 @@ func (w *worker) setupRing() error {
 
 // loop is the worker's batch cycle: take new requests, prepare SQEs, one
 // io_uring_enter (submit + wait for ≥1), reap every ready CQE and advance
-// once, then deliver outside the reap loop.
+// once, submit reads for the room the reaped ones left (a second, non-waiting
+// enter, only when requests are queued), then deliver outside the reap loop.
 func (w *worker) loop() {
 	r := w.r
 	depth := w.e.opts.QueueDepth
