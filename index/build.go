@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
+	"golang.org/x/sys/unix"
 )
 
 // Options configures Build. Zero fields take the defaults of fill.
@@ -42,6 +43,17 @@ type Options struct {
 	// WalkReadSize is the read issued at each expected page header during
 	// a header walk; default 64 KiB. Larger headers are re-read whole.
 	WalkReadSize int
+	// MaxOpenFiles bounds the files Build asks its reader to hold open at
+	// once. A reader keeps every file of a ReadBatch call open until the
+	// call returns, so each pass (footers, offset indexes, every round of
+	// a header walk) hands the reader consecutive chunks of its batch,
+	// each naming at most MaxOpenFiles files and read with the reader's
+	// full parallelism; the index does not depend on it. Default: a
+	// quarter of the soft RLIMIT_NOFILE (256 under 1024), at least 8,
+	// leaving the rest to the caller (rinas's file cache takes half).
+	// The default readers hold one descriptor per file, plus one for a
+	// range longer than the engine's slot.
+	MaxOpenFiles int
 }
 
 const (
@@ -61,7 +73,21 @@ func (o Options) fill(paths []string) Options {
 	if o.WalkReadSize <= 0 {
 		o.WalkReadSize = defaultWalkRead
 	}
+	if o.MaxOpenFiles <= 0 {
+		o.MaxOpenFiles = nofileBudget()
+	}
 	return o
+}
+
+// nofileBudget is MaxOpenFiles' default: a quarter of RLIMIT_NOFILE's soft
+// limit (the Go runtime raises it to the hard limit at start), at least 8.
+// It is read at each Build, so that a limit lowered since start counts.
+func nofileBudget() int {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
+		return 256
+	}
+	return int(min(max(rl.Cur/4, 8), 1<<20))
 }
 
 // footerTailRead is the first read at the end of each file: most footers fit
@@ -92,6 +118,9 @@ func defaultReader(o Options) (r BatchReader, close func()) {
 // *.parquet, *.parq or *.pq are skipped with a notice. Errors name the file
 // (and the column) and wrap ErrCorrupt, ErrNotParquet, ErrUnsupported,
 // ErrColumn or ErrEmpty; Build never panics on bad input.
+//
+// Build names at most opts.MaxOpenFiles files in any one call to its
+// reader, so any number of files indexes under a low RLIMIT_NOFILE.
 func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	start := time.Now()
 	opts = opts.fill(paths)
@@ -580,6 +609,47 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	return b.assemble()
 }
 
+// readBatch is Reader.ReadBatch over at most opts.MaxOpenFiles files at a
+// time: a batch naming more is read in consecutive chunks, each with the
+// reader's full parallelism. fn gets indexes into rs, and every error lands
+// where one unchunked call would put it, so the index and the first error
+// do not depend on the chunking. Build's batches keep the ranges of a file
+// adjacent; a file named again further on counts again, so no chunk names
+// more files than the budget. When a chunk cannot be attempted (ctx done,
+// reader closed), the ranges after it get its error and readBatch returns.
+func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error {
+	budget := b.opts.MaxOpenFiles
+	if budget <= 0 {
+		budget = nofileBudget() // a builder made without fill
+	}
+	for lo := 0; ; {
+		hi, nfiles := lo, 0
+		for ; hi < len(rs); hi++ {
+			if hi == lo || rs[hi].Path != rs[hi-1].Path {
+				if nfiles == budget {
+					break
+				}
+				nfiles++
+			}
+		}
+		if lo == 0 && hi == len(rs) {
+			return b.opts.Reader.ReadBatch(ctx, rs, fn) // within budget: one call
+		}
+		base := lo
+		err := b.opts.Reader.ReadBatch(ctx, rs[lo:hi], func(i int, data []byte, err error) { fn(base+i, data, err) })
+		if err != nil {
+			for i := hi; i < len(rs); i++ {
+				fn(i, nil, err)
+			}
+			return err
+		}
+		if hi == len(rs) {
+			return nil
+		}
+		lo = hi
+	}
+}
+
 // readFooters reads and parses every footer: one tail read per file, and a
 // second, exact one for footers longer than the tail.
 func (b *builder) readFooters(ctx context.Context) error {
@@ -621,7 +691,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
 	}
-	err := b.opts.Reader.ReadBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
+	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
 	if err != nil {
 		return err
 	}
@@ -635,7 +705,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 	}
 	if len(again) > 0 {
-		err := b.opts.Reader.ReadBatch(ctx, again, func(j int, data []byte, err error) {
+		err := b.readBatch(ctx, again, func(j int, data []byte, err error) {
 			i := idx[j]
 			need[i] = 0
 			parse(i, again[j], data, err)
@@ -698,7 +768,7 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 		rs[i] = Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
 	}
 	errs := make([]error, len(groups))
-	err := b.opts.Reader.ReadBatch(ctx, rs, func(i int, data []byte, err error) {
+	err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {
 		g := &groups[i]
 		if err != nil {
 			errs[i] = err
@@ -832,7 +902,7 @@ func (b *builder) walkHeaders(ctx context.Context) error {
 			rs = append(rs, Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
 		}
 		errs := make([]error, len(ws))
-		err := b.opts.Reader.ReadBatch(ctx, rs, func(i int, data []byte, err error) {
+		err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {
 			if err != nil {
 				errs[i] = err
 				return

@@ -27,7 +27,9 @@ type Range struct {
 // (ctx done, reader closed); it still calls fn for every range, with that
 // error where the range was not read.
 //
-// Implementations are safe for concurrent use.
+// Implementations are safe for concurrent use. Build names at most
+// Options.MaxOpenFiles distinct paths in one call, so a reader may keep
+// every file of a call open until it returns.
 type BatchReader interface {
 	ReadBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error
 }
