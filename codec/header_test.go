@@ -335,6 +335,7 @@ func FuzzPageHeader(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		b = b[:min(len(b), maxFuzzInput)]
 		h, n, err := ParsePageHeader(b)
 		rh, rn, rerr := refParse(b)
 		if (err == nil) != (rerr == nil) {
