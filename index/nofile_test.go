@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/internal/childtest"
 	"github.com/pagefeed/pagefeed/internal/gen"
 	"golang.org/x/sys/unix"
 )
@@ -298,24 +298,7 @@ func inChild(t *testing.T) bool {
 	if os.Getenv(childEnv) == t.Name() {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if strings.Contains(line, ".go:") { // the child's t.Log lines
-			t.Log(strings.TrimSpace(line))
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("child did not finish within 3 minutes:\n%s", out)
-	case strings.Contains(string(out), "--- SKIP"):
-		t.Skipf("child skipped:\n%s", out)
-	case err != nil || !strings.Contains(string(out), "--- PASS"):
-		t.Fatalf("child failed (%v):\n%s", err, out)
-	}
+	childtest.Run(t, t.Name(), childEnv, t.Name())
 	return false
 }
 

@@ -7,19 +7,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/childtest"
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
@@ -39,24 +38,7 @@ func inChild(t *testing.T, variants ...string) (string, bool) {
 	}
 	for _, v := range variants {
 		t.Run(v, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+t.Name()[:strings.IndexByte(t.Name(), '/')]+"$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), childEnv+"="+strings.Replace(t.Name(), "/", ":", 1))
-			out, err := cmd.CombinedOutput()
-			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-				if strings.Contains(line, ".go:") { // the child's t.Log lines
-					t.Log(strings.TrimSpace(line))
-				}
-			}
-			switch {
-			case ctx.Err() != nil:
-				t.Fatalf("child did not finish within 3 minutes:\n%s", out)
-			case strings.Contains(string(out), "--- SKIP"):
-				t.Skipf("child skipped:\n%s", out)
-			case err != nil || !strings.Contains(string(out), "--- PASS"):
-				t.Fatalf("child failed (%v):\n%s", err, out)
-			}
+			childtest.Run(t, t.Name()[:strings.IndexByte(t.Name(), '/')], childEnv, strings.Replace(t.Name(), "/", ":", 1))
 		})
 	}
 	return "", false
