@@ -146,6 +146,9 @@ type ParquetResult struct {
 	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
 	Workers       int   // the loader's engine workers
 	ZeroCopyPages int64 // pages handed over in their read buffers
+	// EngineStats are the io_uring workers' counters over the measured
+	// run (pagefeed engine on io_uring only).
+	EngineStats *engine.Stats
 
 	measured time.Duration // when set, the measured part of Elapsed (decode only)
 	pinned   []int         // the engine workers' CPUs, when pinned
@@ -175,6 +178,20 @@ type ParquetJob struct {
 	Prefetch        int     `json:"prefetch,omitempty"`
 	Workers         int     `json:"workers,omitempty"`
 	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
+	// EngineStats: where the engine workers' time went (io_uring only).
+	EngineStats *EngineStatsJSON `json:"engine_stats,omitempty"`
+}
+
+// EngineStatsJSON is engine.Stats over the measured run, in nanoseconds.
+type EngineStatsJSON struct {
+	Workers         int    `json:"workers"`
+	Enters          uint64 `json:"enters"`
+	Waits           uint64 `json:"waits"`
+	WaitNs          int64  `json:"wait_ns"`
+	InKernelAtWaits uint64 `json:"in_kernel_at_waits"`
+	QueuedAtWaits   uint64 `json:"queued_at_waits"`
+	Reaped          uint64 `json:"reaped"`
+	HandlerNs       int64  `json:"handler_ns"`
 }
 
 // ParquetOutput is the JSON document of a Parquet-mode run.
@@ -289,6 +306,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.EngineInfo = engineInfo(l.Engine().Info())
 	res.pinned = l.CPUs()
 	res.IndexBuildNs = l.Stats().IndexBuildNs
+	est0 := l.Engine().Stats()
 	start := time.Now()
 	lastTick := start
 	for !deadline(&cfg, start) {
@@ -327,6 +345,14 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	st := l.Stats()
 	res.Pages, res.DiskBytes, res.PageBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.PageBytes, st.DecodedBytes
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
+	if l.Engine().Info().Kind == engine.IOUring {
+		est := l.Engine().Stats()
+		res.EngineStats = &engine.Stats{
+			Enters: est.Enters - est0.Enters, Waits: est.Waits - est0.Waits, WaitTime: est.WaitTime - est0.WaitTime,
+			InKernelAtWaits: est.InKernelAtWaits - est0.InKernelAtWaits, QueuedAtWaits: est.QueuedAtWaits - est0.QueuedAtWaits,
+			Reaped: est.Reaped - est0.Reaped, HandlerTime: est.HandlerTime - est0.HandlerTime,
+		}
+	}
 	return nil
 }
 
@@ -614,6 +640,10 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
 	}
+	if st := r.EngineStats; st != nil {
+		j.EngineStats = &EngineStatsJSON{Workers: r.Workers, Enters: st.Enters, Waits: st.Waits, WaitNs: int64(st.WaitTime),
+			InKernelAtWaits: st.InKernelAtWaits, QueuedAtWaits: st.QueuedAtWaits, Reaped: st.Reaped, HandlerNs: int64(st.HandlerTime)}
+	}
 	return ParquetOutput{FioVersion: Version, Timestamp: time.Now().Unix(), Jobs: []ParquetJob{j}}
 }
 
@@ -640,7 +670,24 @@ func (r *ParquetResult) WriteNormal(w io.Writer) error {
 		j.BatchLatNs.Mean/1e3, float64(j.BatchLatNs.Percentile["50.000000"])/1e3, float64(j.BatchLatNs.Percentile["99.000000"])/1e3,
 		float64(j.BatchLatNs.Percentile["99.900000"])/1e3,
 		float64(r.IndexBuildNs)/1e6, fmtBytes(float64(r.RSSPeak), true), fmtBytes(float64(r.CacheGrowth), true), j.UsrCPU, j.SysCPU, r.CPUs)
+	if err == nil && r.EngineStats != nil {
+		_, err = io.WriteString(w, engineStatsLine(r.EngineStats, r.Workers, r.Elapsed))
+	}
 	return err
+}
+
+// engineStatsLine says where the engine workers' time went over a run of
+// length el: waiting for reads (and at what depth, with what backlog) or
+// running handlers (decoding).
+func engineStatsLine(st *engine.Stats, workers int, el time.Duration) string {
+	wall := float64(el) * float64(max(workers, 1))
+	if wall <= 0 {
+		return ""
+	}
+	waits := float64(max(st.Waits, 1))
+	return fmt.Sprintf("  engine workers (%d): waiting %.0f%% of the time (at depth %.1f, %.0f queued behind), handlers %.0f%%, %.1f reads per enter\n",
+		workers, 100*float64(st.WaitTime)/wall, float64(st.InKernelAtWaits)/waits, float64(st.QueuedAtWaits)/waits,
+		100*float64(st.HandlerTime)/wall, float64(st.Reaped)/float64(max(st.Enters, 1)))
 }
 
 func fmtBytesRate(bps float64) string { return fmtBytes(bps, true) + "/s" }

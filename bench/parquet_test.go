@@ -94,6 +94,11 @@ func TestRunParquetModes(t *testing.T) {
 					Index  *int64  `json:"index_build_ns"`
 					Shuf   *string `json:"shuffle"`
 					Fetch  *string `json:"fetch"`
+					Engine *struct {
+						Workers int    `json:"workers"`
+						Enters  uint64 `json:"enters"`
+						Reaped  uint64 `json:"reaped"`
+					} `json:"engine_stats"`
 				} `json:"jobs"`
 			}
 			if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
@@ -111,6 +116,17 @@ func TestRunParquetModes(t *testing.T) {
 			}
 			if _, ok := j.BatchLat.Percentile["99.000000"]; !ok {
 				t.Fatalf("batch_lat_ns has no p99: %s", buf.String())
+			}
+			// Engine counters: only where pagefeed's io_uring engine reads
+			// the pages, and then one reap per page read at least.
+			uring := strings.HasPrefix(res.EngineInfo, "io_uring") && cfg.Engine != "arrowgo"
+			switch {
+			case !uring && j.Engine != nil:
+				t.Fatalf("engine_stats without an io_uring engine (%q): %s", res.EngineInfo, buf.String())
+			case uring && j.Engine == nil:
+				t.Fatalf("no engine_stats on %q: %s", res.EngineInfo, buf.String())
+			case uring && cfg.Fetch != "ordered" && (j.Engine.Reaped < uint64(res.Pages) || j.Engine.Enters == 0 || j.Engine.Workers < 1):
+				t.Fatalf("engine_stats %+v for %d pages", *j.Engine, res.Pages)
 			}
 		})
 	}

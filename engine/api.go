@@ -3,6 +3,7 @@ package engine
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Kind selects the I/O backend.
@@ -179,6 +180,44 @@ func (e *Engine) Info() Info {
 	in := e.info
 	in.Notices = append([]string(nil), e.info.Notices...)
 	return in
+}
+
+// Stats counts, summed over an engine's io_uring workers since New, where
+// their loops spent the time: enough to tell a device-bound run (workers
+// asleep with full rings and requests queued behind them) from a
+// CPU-bound one (workers in handlers, or asleep with room in the ring and
+// nothing queued). The pread backend leaves them zero.
+type Stats struct {
+	Enters uint64 // io_uring_enter calls
+	// Waits counts the enters that could sleep: nothing queued could be
+	// submitted and nothing was left to deliver. WaitTime is the time
+	// spent in them, sleeping or not.
+	Waits    uint64
+	WaitTime time.Duration
+	// InKernelAtWaits and QueuedAtWaits sum, over Waits, the reads in the
+	// kernel and the requests queued for room in the ring: divided by
+	// Waits, the depth the workers waited at and the backlog behind it.
+	InKernelAtWaits uint64
+	QueuedAtWaits   uint64
+	Reaped          uint64        // read attempts completed (a short read's rest counts again)
+	HandlerTime     time.Duration // time delivering completions: Handlers and sends to Next
+}
+
+// Stats returns the io_uring workers' counters. Safe for concurrent use;
+// the counters are read one by one, so a running engine's may be a few
+// events apart.
+func (e *Engine) Stats() Stats {
+	var st Stats
+	for _, w := range e.workers {
+		st.Enters += w.st.enters.Load()
+		st.Waits += w.st.waits.Load()
+		st.WaitTime += time.Duration(w.st.waitNs.Load())
+		st.InKernelAtWaits += w.st.inKernel.Load()
+		st.QueuedAtWaits += w.st.queued.Load()
+		st.Reaped += w.st.reaped.Load()
+		st.HandlerTime += time.Duration(w.st.deliverNs.Load())
+	}
+	return st
 }
 
 // QueueOptions configures a Queue.

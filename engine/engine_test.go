@@ -985,3 +985,67 @@ func TestRingRefilledBeforeHandlers(t *testing.T) {
 		t.Fatalf("%d of %d handlers ran with reads queued and the ring below depth %d", idle, queuedSeen, depth)
 	}
 }
+
+// TestStatsCountTheLoop: Stats counts every read reaped, waits no more
+// often than it enters, never more reads in the kernel at a wait than the
+// depth, and a backlog behind a full ring; the pread backend counts
+// nothing.
+func TestStatsCountTheLoop(t *testing.T) {
+	data := content(1 << 20)
+	path := writeFile(t, data, false)
+	const depth, n = 4, 200
+	for _, kind := range []Kind{IOUring, Pread} {
+		e := newEngine(t, Options{Kind: kind, QueueDepth: depth, SlotsPerWorker: n, SlotSize: 16 << 10})
+		f, err := e.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var handled atomic.Int64
+		posted := make(chan struct{})
+		q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+			if handled.Add(1) == 1 {
+				// Hold the worker until every request is posted, so that
+				// its next wait has a backlog behind the full ring.
+				select {
+				case <-posted:
+				case <-time.After(10 * time.Second):
+					t.Error("Submit did not return while a handler ran")
+				}
+			}
+			c.Release()
+		}})
+		reqs := make([]Request, n)
+		for i := range reqs {
+			reqs[i] = Request{File: f, Off: int64(i%256) * 4096, Len: 4096, Worker: 0}
+		}
+		if err := q.Submit(testCtx(t), reqs); err != nil {
+			t.Fatal(err)
+		}
+		close(posted)
+		if err := q.Settle(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		st := e.Stats()
+		if kind == Pread {
+			if st != (Stats{}) {
+				t.Fatalf("pread engine counted %+v", st)
+			}
+			continue
+		}
+		if st.Reaped != n || handled.Load() != n {
+			t.Fatalf("reaped %d, handled %d, want %d", st.Reaped, handled.Load(), n)
+		}
+		if st.Enters == 0 || st.Waits > st.Enters || st.Waits == 0 {
+			t.Fatalf("enters %d, waits %d", st.Enters, st.Waits)
+		}
+		if st.InKernelAtWaits > depth*st.Waits || st.InKernelAtWaits == 0 {
+			t.Fatalf("%d reads in the kernel over %d waits at depth %d", st.InKernelAtWaits, st.Waits, depth)
+		}
+		if st.QueuedAtWaits == 0 {
+			t.Fatalf("no backlog seen at any of %d waits with %d requests for depth %d", st.Waits, n, depth)
+		}
+		if st.HandlerTime <= 0 || st.WaitTime <= 0 {
+			t.Fatalf("handler time %v, wait time %v", st.HandlerTime, st.WaitTime)
+		}
+	}
+}

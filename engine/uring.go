@@ -148,8 +148,19 @@ func (w *worker) loop() {
 			minComplete = 0
 			w.waiting.Store(0)
 		}
+		var t0 int64
+		if minComplete > 0 {
+			t0 = nanotime()
+		}
 		_, err := r.SubmitAndWait(minComplete)
 		w.waiting.Store(0)
+		w.st.enters.Add(1)
+		if minComplete > 0 {
+			w.st.waitNs.Add(nanotime() - t0)
+			w.st.waits.Add(1)
+			w.st.inKernel.Add(uint64(w.inKernel))
+			w.st.queued.Add(uint64(w.pqLen))
+		}
 		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
 			w.failQueued(err)
 		}
@@ -161,6 +172,7 @@ func (w *worker) loop() {
 			}
 			s := &w.slots[c.UserData]
 			w.inKernel--
+			w.st.reaped.Add(1)
 			if s.advance(w.e.fault(s, int(c.Res))) {
 				s.complete()
 				w.done = append(w.done, s)
@@ -172,6 +184,7 @@ func (w *worker) loop() {
 		// (decoding), and the device should not idle meanwhile.
 		if len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth {
 			if w.fill(depth, batch) > 0 {
+				w.st.enters.Add(1)
 				if _, err := r.Submit(); err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
 					w.failQueued(err)
 				}
@@ -208,11 +221,16 @@ func (w *worker) fill(depth, batch int) int {
 
 // deliver runs handlers and fills queues for the slots reaped this round.
 func (w *worker) deliver() {
+	if len(w.done) == 0 {
+		return
+	}
+	t0 := nanotime()
 	for i, s := range w.done {
 		w.done[i] = nil
 		s.deliver()
 	}
 	w.done = w.done[:0]
+	w.st.deliverNs.Add(nanotime() - t0)
 }
 
 // failQueued completes every request still waiting for an SQE with err:

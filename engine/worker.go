@@ -52,6 +52,7 @@ type worker struct {
 	hmu  sync.Mutex
 
 	loops atomic.Uint64 // io_uring loop iterations, for the no-spin test
+	st    workerStats   // for Engine.Stats
 	// handling is the slot whose Handler call is running, the only one
 	// Resubmit accepts.
 	handling atomic.Pointer[slot]
@@ -197,4 +198,11 @@ func (w *worker) pqPop() int32 {
 	w.pqHead = (w.pqHead + 1) % len(w.pq)
 	w.pqLen--
 	return idx
+}
+
+// workerStats are an io_uring worker's counters behind Engine.Stats,
+// written by the worker goroutine only.
+type workerStats struct {
+	enters, waits, reaped, inKernel, queued atomic.Uint64
+	waitNs, deliverNs                       atomic.Int64
 }
