@@ -119,6 +119,11 @@ type Job struct {
 	GroupReporting bool
 	Seed           uint64
 	ReadOnly       bool // fio's readonly: never lay out (write) a file; a missing or short one is an error
+	// HugeMem is fio's iomem (or mem) set to mmaphuge or shmhuge: I/O
+	// buffers on huge pages. pagebench backs them with transparent huge
+	// pages (io_uring only). malloc, mmap and shm, fio's default family,
+	// leave 4 KiB pages, so a fio command line reads alike in both.
+	HugeMem bool
 
 	// FileService and FileServiceNr are fio's file_service_type=TYPE[:N]:
 	// how the next I/O's file is chosen, and after how many I/Os to one
@@ -173,6 +178,9 @@ func (j *Job) validate() error {
 	}
 	if j.BatchSubmit > j.IODepth {
 		j.BatchSubmit = j.IODepth // as fio does
+	}
+	if j.HugeMem && j.IOEngine != "" && j.IOEngine != EngineIOUring {
+		return fmt.Errorf("%w: job %s: iomem on huge pages needs ioengine=io_uring, not %s", ErrBadOption, j.Name, j.IOEngine)
 	}
 	return nil
 }
@@ -279,6 +287,18 @@ func (j *Job) Set(o Option) error {
 			j.Seed, err = strconv.ParseUint(v, 0, 64)
 			if err != nil {
 				err = fmt.Errorf("%w: seed=%q is not an unsigned integer", ErrBadOption, v)
+			}
+		}
+	case "iomem", "mem":
+		if err = needValue(); err == nil {
+			// fio's forms: type, or type:/path for the huge-page file.
+			switch t, _, _ := strings.Cut(v, ":"); t {
+			case "malloc", "mmap", "shm":
+				j.HugeMem = false
+			case "mmaphuge", "shmhuge":
+				j.HugeMem = true
+			default:
+				err = fmt.Errorf("%w: %s=%q (want malloc, mmap, shm, mmaphuge or shmhuge)", ErrBadOption, key, v)
 			}
 		}
 	case "file_service_type":

@@ -117,6 +117,8 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--name"}, ErrBadOption, "needs a value"},
 		{[]string{"--output-format=json"}, ErrBadOption, "no job"},
 		{[]string{"/no/such/job.fio"}, ErrJobFile, "no such file"},
+		{[]string{"--filename=/f", "--iomem=cudamalloc"}, ErrBadOption, `iomem="cudamalloc"`},
+		{[]string{"--filename=/f", "--mem"}, ErrBadOption, "needs a value"},
 	}
 	for _, tt := range tests {
 		_, err := ParseArgs(tt.args)
@@ -133,6 +135,7 @@ func TestResolveErrors(t *testing.T) {
 	}{
 		{JobSpec{Name: "a"}, "no --filename"},
 		{JobSpec{Name: "a", Options: []Option{{Key: "filename", Value: "/f"}, {Key: "time_based", Bare: true}}}, "time_based needs a runtime"},
+		{JobSpec{Name: "a", Options: []Option{{Key: "filename", Value: "/f"}, {Key: "iomem", Value: "shmhuge"}, {Key: "ioengine", Value: "psync"}}}, "needs ioengine=io_uring"},
 	}
 	for _, tt := range tests {
 		if _, err := tt.js.Resolve(); err == nil || !strings.Contains(err.Error(), tt.msg) {

@@ -364,6 +364,9 @@ func engineInfo(i engine.Info) string {
 	if i.FixedBuffers {
 		s += " fixedbufs"
 	}
+	if i.HugePages {
+		s += " hugepages"
+	}
 	return s
 }
 

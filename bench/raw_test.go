@@ -379,3 +379,33 @@ func TestCancelStopsJob(t *testing.T) {
 		})
 	}
 }
+
+// TestIOMemHugePages: fio's iomem=shmhuge (or mmaphuge) puts the io_uring
+// slots on transparent huge pages, and malloc, fio's default, does not;
+// reads are right either way.
+func TestIOMemHugePages(t *testing.T) {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil || strings.Contains(string(b), "[never]") {
+		t.Skipf("transparent huge pages off: %q %v", b, err)
+	}
+	path, _ := knownFile(t, 64)
+	for _, mem := range []string{"malloc", "shmhuge", "mmaphuge:/dev/hugepages/x"} {
+		spec, err := ParseArgs([]string{"--name=h", "--filename=" + path, "--rw=randread", "--bs=4k", "--iodepth=8",
+			"--ioengine=io_uring", "--size=256k", "--iomem=" + mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := spec.Jobs[0].Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{job}})
+		if err != nil {
+			t.Fatalf("iomem=%s: %v", mem, err)
+		}
+		res := rep.Results()[0]
+		if huge := strings.Contains(res.EngineInfo, "hugepages"); huge != (mem != "malloc") || res.IOs != 64 {
+			t.Fatalf("iomem=%s: engine %q, %d ios", mem, res.EngineInfo, res.IOs)
+		}
+	}
+}

@@ -466,6 +466,10 @@ func (w *worker) runUring() {
 	if w.job.FixedBufs {
 		fixed = engine.TryOn
 	}
+	huge := engine.Off // fio's default iomem=malloc: 4 KiB pages
+	if w.job.HugeMem {
+		huge = engine.On
+	}
 	eng, err := engine.New(engine.Options{
 		Kind:          engine.IOUring,
 		Workers:       1,
@@ -474,6 +478,7 @@ func (w *worker) runUring() {
 		BatchSubmit:   w.job.BatchSubmit,
 		Direct:        tristate(w.job.Direct),
 		FixedBuffers:  fixed,
+		HugePages:     huge,
 		RegisterFiles: w.job.RegisterFiles,
 		Timestamps:    true,
 		Logf:          w.notice,
@@ -497,6 +502,9 @@ func (w *worker) runUring() {
 	}
 	if info.RegisterFiles {
 		w.res.EngineInfo += " registerfiles"
+	}
+	if info.HugePages {
+		w.res.EngineInfo += " hugepages"
 	}
 	// Deferred after eng.Close, so it runs first: files close before the engine.
 	defer func() {

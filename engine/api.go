@@ -57,6 +57,11 @@ type Options struct {
 	// a later read happens to put there: for tests. Leave off in
 	// production (it writes every slot once per read).
 	Scribble bool
+	// HugePages backs slot memory with transparent huge pages
+	// (MADV_HUGEPAGE on a 2 MiB-aligned region), so that a read lands in
+	// physically contiguous memory: one DMA segment, not one per 4 KiB
+	// page. Default TryOn (4 KiB pages, said once, where THP is off).
+	HugePages Tristate
 }
 
 // Info reports what the engine actually set up.
@@ -65,6 +70,7 @@ type Info struct {
 	SetupFlags    string // e.g. "SINGLE_ISSUER|DEFER_TASKRUN"
 	FixedBuffers  bool
 	RegisterFiles bool
+	HugePages     bool     // every worker's slots advised onto transparent huge pages
 	Notices       []string // every fallback taken, with its reason
 }
 

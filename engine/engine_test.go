@@ -3,14 +3,17 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -1047,5 +1050,57 @@ func TestStatsCountTheLoop(t *testing.T) {
 		if st.HandlerTime <= 0 || st.WaitTime <= 0 {
 			t.Fatalf("handler time %v, wait time %v", st.HandlerTime, st.WaitTime)
 		}
+	}
+}
+
+// anonHugeKB returns AnonHugePages of the mapping of /proc/self/smaps
+// that holds addr, in KiB.
+func anonHugeKB(t *testing.T, addr uintptr) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("smaps: %v", err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "AnonHugePages:") {
+			var kb int
+			fmt.Sscanf(strings.TrimPrefix(line, "AnonHugePages:"), "%d", &kb)
+			return kb
+		}
+	}
+	t.Fatalf("no mapping holds %#x", addr)
+	return 0
+}
+
+// TestSlotsOnHugePages: by default slot memory starts on a huge-page
+// boundary and transparent huge pages back it (where THP is on), and
+// reads into it return the right bytes; HugePages Off keeps 4 KiB pages
+// where THP is madvise-only.
+func TestSlotsOnHugePages(t *testing.T) {
+	mode := thpMode()
+	if mode != "always" && mode != "madvise" {
+		t.Skipf("transparent huge pages %q", mode)
+	}
+	data := content(1 << 20)
+	for _, hp := range []Tristate{TryOn, On, Off} {
+		e := newEngine(t, Options{Kind: IOUring, QueueDepth: 8, SlotsPerWorker: 64, SlotSize: 64 << 10, HugePages: hp})
+		w := e.workers[0]
+		addr := uintptr(unsafe.Pointer(unsafe.SliceData(w.mem)))
+		huge := anonHugeKB(t, addr)
+		if hp != Off {
+			if !e.Info().HugePages || addr%hugePage != 0 || huge < 2048 {
+				t.Fatalf("HugePages %v: Info %v, slots at %#x, %d KiB on huge pages", hp, e.Info().HugePages, addr, huge)
+			}
+		} else if e.Info().HugePages || (mode == "madvise" && huge != 0) {
+			t.Fatalf("HugePages Off: Info %v, %d KiB on huge pages", e.Info().HugePages, huge)
+		}
+		c := readOne(t, e, data, 4096*3+17, 60<<10, 0)
+		c.Release()
 	}
 }

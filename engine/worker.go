@@ -2,9 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -18,7 +21,8 @@ type worker struct {
 	id   int
 	kind Kind
 
-	mem   []byte // mmap'd: slots, then one page for the eventfd counter
+	mem   []byte // slots, then one page for the eventfd counter
+	whole []byte // the mapping that holds mem, to unmap
 	slots []slot
 	free  chan int32 // free slot indices; capacity len(slots)
 
@@ -70,12 +74,27 @@ var (
 func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 	o := e.opts
 	size := o.SlotsPerWorker*o.SlotSize + slotAlign
-	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
+	whole, mem, huge, err := mapSlots(size, o.HugePages != Off)
 	if err != nil {
 		return nil, &Error{Op: "mmap slots", Err: err}
 	}
+	switch {
+	case huge:
+	case o.HugePages == On:
+		unix.Munmap(whole)
+		return nil, &Error{Op: "mmap slots", Err: fmt.Errorf("%w: transparent huge pages unavailable (MADV_HUGEPAGE refused, or THP %q)", ErrInvalid, thpMode())}
+	case o.HugePages == TryOn:
+		e.notice("hugepages", "slot memory on 4 KiB pages: transparent huge pages unavailable (MADV_HUGEPAGE refused, or THP %q)", thpMode())
+	}
+	e.infoMu.Lock()
+	if id == 0 {
+		e.info.HugePages = huge
+	} else {
+		e.info.HugePages = e.info.HugePages && huge
+	}
+	e.infoMu.Unlock()
 	w := &worker{
-		e: e, id: id, kind: k, mem: mem, efd: -1,
+		e: e, id: id, kind: k, mem: mem, whole: whole, efd: -1,
 		slots:    make([]slot, o.SlotsPerWorker),
 		free:     make(chan int32, o.SlotsPerWorker),
 		setupErr: make(chan error, 1),
@@ -139,10 +158,59 @@ func (w *worker) closeEfd() {
 
 // unmap frees the slot memory.
 func (w *worker) unmap() {
-	if w.mem != nil {
-		unix.Munmap(w.mem)
-		w.mem = nil
+	if w.whole != nil {
+		unix.Munmap(w.whole)
+		w.whole, w.mem = nil, nil
 	}
+}
+
+// hugePage is a transparent huge page (a PMD mapping with 4 KiB pages).
+const hugePage = 2 << 20
+
+// mapSlots maps n bytes of zeroed, populated memory for slots. With huge,
+// the memory starts on a huge-page boundary and is advised MADV_HUGEPAGE,
+// so that transparent huge pages back it where the kernel can: a slot is
+// then physically contiguous, and its read one DMA segment instead of one
+// per 4 KiB page. On the development VM's virtio disk that doubled the
+// loader's 64 KiB bandwidth (and fio's --iomem=shmhuge reads 3.5x what its
+// default buffers do). It returns the mapping to unmap, the memory within
+// it, and whether huge pages were advised with THP enabled.
+func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
+	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if !huge {
+		mem, err = unix.Mmap(-1, 0, n, prot, flags|unix.MAP_POPULATE)
+		return mem, mem, false, err
+	}
+	whole, err = unix.Mmap(-1, 0, n+hugePage, prot, flags)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	off := int((hugePage - uintptr(unsafe.Pointer(unsafe.SliceData(whole)))%hugePage) % hugePage)
+	mem = whole[off : off+n : off+n]
+	advised = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil && thpMode() != "never"
+	// Populate now, as MAP_POPULATE does, so that reads never fault.
+	if unix.Madvise(mem, unix.MADV_POPULATE_WRITE) != nil { // before Linux 5.14
+		for i := 0; i < len(mem); i += slotAlign {
+			mem[i] = 0
+		}
+	}
+	return whole, mem, advised, nil
+}
+
+// thpMode is the kernel's transparent huge page mode (always, madvise or
+// never), "unavailable" when the kernel has none.
+func thpMode() string {
+	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	if err != nil {
+		return "unavailable"
+	}
+	s := string(b)
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return strings.TrimSpace(s)
 }
 
 // post hands a busy slot to the worker from any goroutine.

@@ -49,6 +49,7 @@ const usage = `usage: pagebench [fio options] [job.fio ...]
 fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
+  --iomem=malloc|mmap|shm|mmaphuge|shmhuge (huge: transparent huge pages)
   --group_reporting --readonly --output-format=normal|json --seed
   --file_service_type=roundrobin|sequential|random[:N]
 --filename takes one file or, as in fio, a colon-separated list (a:b:c, \: for
