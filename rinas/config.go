@@ -138,12 +138,11 @@ type Config struct {
 	BufferRows int
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
-	// ahead (unordered fetch). 0 picks it at Open from the pages' sizes:
-	// 2 for pages under 32 KiB on average (enough for 512 pages when they
-	// are compressed: decoding loads the cores); for larger ones, 128 MiB of
-	// reads in flight (at most 2048 reads and 256 MiB of read slots, each
-	// as large as the largest page), so that one slow read does not stall
-	// the in-order hand-over of batches while the device idles.
+	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
+	// columns (each batch ahead holds its read slots, and reads into fewer
+	// buffers ran faster); for compressed ones enough for 832 pages (at
+	// most 256 MiB of read slots, each as large as the largest page), since
+	// decoding loads the cores and the disk's tail latency grows with it.
 	// Loader.Prefetch says which.
 	Prefetch int
 

@@ -215,20 +215,14 @@ func (l *Loader) plan() error {
 	return nil
 }
 
-// Automatic read-ahead (Config.Prefetch 0). Reads of at least
-// autoLargeRead bytes on average are bandwidth-bound: the window holds
-// autoWindowBytes of them (at most autoWindowPages reads and
-// autoSlotBytes of slots, which are all as large as the largest page).
-// Smaller ones keep autoSmallPrefetch batches, unless they are compressed:
-// decoding then keeps both cores busy, and the window holds at least
-// autoDecodePages pages.
+// Automatic read-ahead (Config.Prefetch 0): autoSmallPrefetch batches for
+// uncompressed columns; for compressed ones a window of at least
+// autoDecodePages pages, with at most autoSlotBytes of slots (each as
+// large as the largest page).
 const (
-	autoLargeRead     = 32 << 10
-	autoWindowBytes   = 128 << 20
-	autoWindowPages   = 2048
-	autoSlotBytes     = 256 << 20
 	autoSmallPrefetch = 2
-	autoDecodePages   = 512
+	autoDecodePages   = 832
+	autoSlotBytes     = 256 << 20
 	maxPrefetch       = 64 // Config.Prefetch's bound
 )
 
@@ -236,31 +230,33 @@ const (
 // reads of meanRead bytes on average into slots of slotSize bytes.
 //
 // Batches are handed over in order, so the device idles behind one slow
-// read unless enough is in flight past it. On this project's virtio disk,
-// whose p99.9 read latency reaches 30 ms when both cores are busy, 64 KiB
-// pages in batches of 64 reached 0.70-0.72 of fio's bandwidth with 2
-// batches read ahead and 0.83-0.86 with 8 (alternating runs, two
-// workers), and read faster again with 30. 8 KiB pages ran as fast with 2
-// as with 7 or 31, and their batch p99 grew from 3 ms to 5 and 7 ms: the
-// consumer runs ahead and then waits longer on the straggler.
+// read unless enough is in flight past it; but every batch read ahead
+// holds its slots, and on this project's virtio disk reads into a larger
+// set of buffers are slower. With slots on transparent huge pages, 64 KiB
+// uncompressed pages in batches of 64 (4 GiB dataset, depth 32) read
+// 4.9-5.0 GB/s with 2 batches ahead, 4.1-4.5 with 4, 3.7-4.0 with 8 and
+// 3.3 with 29, the 128 MiB window this rule used to give them (on 4 KiB
+// pages the larger window had looked better). 8 KiB pages ran as fast
+// with 2 as with 7 or 31, and their batch p99 grew from 3 ms to 5 and
+// 7 ms: the consumer runs ahead and then waits longer on the straggler.
+// meanRead no longer matters; it stays in the signature for the rule's
+// next revision on other hardware.
 //
 // Compressed pages are decode-bound, and with both cores decoding the same
 // disk's latency grows tenfold (fio at 32 KiB, depth 32: p99 0.8 ms alone,
-// 4.5 ms and p99.9 30 ms beside a decode loop). 30 KiB zstd pages of 64
-// KiB in batches of 64 (4 GiB dataset) decoded 12.5k pages/s with 2
-// batches read ahead, 13.4k with 4, and 16.2-16.6k with 8 or 16, the
-// engine workers then waiting on the disk 10% of the time instead of 26%.
+// 4.5 ms and p99.9 30 ms beside a decode loop), so they want a longer
+// window. 30 KiB zstd pages of 64 KiB in batches of 64 (4 GiB dataset,
+// huge-page slots) decoded 13.7k pages/s with 2 batches ahead, 14.0-14.7k
+// with 4, 17.8-18.6k with 7, 19.6-20.3k with 12, 19.8-19.9k with 16,
+// 18.4-19.3k with 24 and 17.7-18.5k with 32.
 func autoPrefetch(perBatch, meanRead, slotSize int, compressed bool) int {
-	if meanRead < autoLargeRead {
-		if compressed {
-			return max(autoSmallPrefetch, min((autoDecodePages+perBatch-1)/perBatch-1, maxPrefetch))
-		}
+	_ = meanRead
+	if !compressed {
 		return autoSmallPrefetch
 	}
-	byBytes := autoWindowBytes/(perBatch*meanRead) - 1
-	byPages := (autoWindowPages+perBatch-1)/perBatch - 1
+	byPages := (autoDecodePages+perBatch-1)/perBatch - 1
 	bySlots := autoSlotBytes/(perBatch*slotSize) - 1
-	return max(autoSmallPrefetch, min(byBytes, byPages, bySlots, maxPrefetch))
+	return max(autoSmallPrefetch, min(byPages, bySlots, maxPrefetch))
 }
 
 // defaultWorkers is Engine.Workers' default: GOMAXPROCS, halved (at least

@@ -569,27 +569,24 @@ func TestRowsLongerThanTwoPages(t *testing.T) {
 }
 
 // TestAutoPrefetch checks the read-ahead chosen when Config.Prefetch is 0:
-// 2 for small reads; for large ones 128 MiB in flight, at most 2048 reads
-// and 256 MiB of slots; never below 2 or above 64.
+// 2 for uncompressed columns; for compressed ones 832 pages in the window
+// and at most 256 MiB of slots; never below 2 or above 64.
 func TestAutoPrefetch(t *testing.T) {
 	for _, c := range []struct {
 		perBatch, mean, slot, want int
 		compressed                 bool
 	}{
-		{64, 8 << 10, 16 << 10, 2, false},          // 8 KiB pages: small reads keep 2
-		{64, 30 << 10, 40 << 10, 7, true},          // compressed: 512 pages in the window
-		{1024, 8 << 10, 16 << 10, 2, true},         // batches beyond 512 pages keep 2
-		{4, 8 << 10, 16 << 10, 64, true},           // tiny batches: at most 64
-		{64, 67 << 10, 82 << 10, 29, true},         // large reads: the byte rule
-		{64, 31 << 10, 64 << 10, 2, false},         // just under the large-read mean
-		{64, 67 << 10, 82 << 10, 29, false},        // 64 KiB pages: 128 MiB in flight
-		{64, 66 << 10, 512 << 10, 7, false},        // a few large pages: 256 MiB of slots
-		{64, 1 << 20, 1<<20 + 8192, 2, false},      // 1 MiB pages: 128 MiB in flight at most
-		{8, 32 << 10, 40 << 10, 64, false},         // small batches: at most 64
-		{4096, 64 << 10, 72 << 10, 2, false},       // batches beyond the window
-		{16, 256 << 10, 256<<10 + 8192, 31, false}, // 256 KiB pages, small batches: 128 MiB
-		{64, 64 << 10, 8<<20 + 8192, 2, false},     // one 8 MiB page sets every slot's size
-		{1024, 32 << 10, 40 << 10, 2, false},       // 2048 reads: the window is 2 batches
+		{64, 8 << 10, 16 << 10, 2, false},     // 8 KiB pages keep 2
+		{64, 30 << 10, 40 << 10, 12, true},    // compressed: 832 pages in the window
+		{1024, 8 << 10, 16 << 10, 2, true},    // batches beyond 832 pages keep 2
+		{4, 8 << 10, 16 << 10, 64, true},      // tiny batches: at most 64
+		{64, 67 << 10, 82 << 10, 12, true},    // large compressed reads: the same window
+		{64, 30 << 10, 8<<20 + 8192, 2, true}, // one 8 MiB page: 256 MiB of slots at most
+		{16, 30 << 10, 2<<20 + 8192, 6, true}, // 2 MiB slots in batches of 16: 256 MiB
+		{64, 67 << 10, 82 << 10, 2, false},    // 64 KiB uncompressed pages keep 2
+		{64, 1 << 20, 1<<20 + 8192, 2, false}, // and 1 MiB pages
+		{8, 32 << 10, 40 << 10, 2, false},     // and small batches
+		{4096, 64 << 10, 72 << 10, 2, false},  // and huge ones
 	} {
 		if got := autoPrefetch(c.perBatch, c.mean, c.slot, c.compressed); got != c.want {
 			t.Errorf("autoPrefetch(%d, %d, %d, %v) = %d, want %d", c.perBatch, c.mean, c.slot, c.compressed, got, c.want)
