@@ -346,12 +346,8 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.Pages, res.DiskBytes, res.PageBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.PageBytes, st.DecodedBytes
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
 	if l.Engine().Info().Kind == engine.IOUring {
-		est := l.Engine().Stats()
-		res.EngineStats = &engine.Stats{
-			Enters: est.Enters - est0.Enters, Waits: est.Waits - est0.Waits, WaitTime: est.WaitTime - est0.WaitTime,
-			InKernelAtWaits: est.InKernelAtWaits - est0.InKernelAtWaits, QueuedAtWaits: est.QueuedAtWaits - est0.QueuedAtWaits,
-			Reaped: est.Reaped - est0.Reaped, HandlerTime: est.HandlerTime - est0.HandlerTime,
-		}
+		est := l.Engine().Stats().Sub(est0)
+		res.EngineStats = &est
 	}
 	return nil
 }

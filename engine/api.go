@@ -209,6 +209,16 @@ type Stats struct {
 	HandlerTime     time.Duration // time delivering completions: Handlers and sends to Next
 }
 
+// Sub returns the counts from o to s, for an interval between two calls
+// of Engine.Stats.
+func (s Stats) Sub(o Stats) Stats {
+	return Stats{
+		Enters: s.Enters - o.Enters, Waits: s.Waits - o.Waits, WaitTime: s.WaitTime - o.WaitTime,
+		InKernelAtWaits: s.InKernelAtWaits - o.InKernelAtWaits, QueuedAtWaits: s.QueuedAtWaits - o.QueuedAtWaits,
+		Reaped: s.Reaped - o.Reaped, HandlerTime: s.HandlerTime - o.HandlerTime,
+	}
+}
+
 // Stats returns the io_uring workers' counters. Safe for concurrent use;
 // the counters are read one by one, so a running engine's may be a few
 // events apart.

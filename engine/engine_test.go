@@ -1050,6 +1050,9 @@ func TestStatsCountTheLoop(t *testing.T) {
 		if st.HandlerTime <= 0 || st.WaitTime <= 0 {
 			t.Fatalf("handler time %v, wait time %v", st.HandlerTime, st.WaitTime)
 		}
+		if st.Sub(Stats{}) != st || st.Sub(st) != (Stats{}) {
+			t.Fatalf("Sub: %+v less nothing is %+v, less itself %+v", st, st.Sub(Stats{}), st.Sub(st))
+		}
 	}
 }
 

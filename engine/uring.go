@@ -104,11 +104,9 @@ func (w *worker) setupRing() error {
 	e.infoMu.Lock()
 	if w.id == 0 {
 		e.info.SetupFlags = ring.FlagsString(r.Flags())
-		e.info.FixedBuffers, e.info.RegisterFiles = fixed, regFiles
-	} else {
-		e.info.FixedBuffers = e.info.FixedBuffers && fixed
-		e.info.RegisterFiles = e.info.RegisterFiles && regFiles
 	}
+	everyWorker(w.id, &e.info.FixedBuffers, fixed)
+	everyWorker(w.id, &e.info.RegisterFiles, regFiles)
 	e.infoMu.Unlock()
 	return nil
 }
@@ -161,7 +159,7 @@ func (w *worker) loop() {
 			w.st.inKernel.Add(uint64(w.inKernel))
 			w.st.queued.Add(uint64(w.pqLen))
 		}
-		if err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
+		if enterFailed(err) {
 			w.failQueued(err)
 		}
 		n := r.Reap(w.cqes)
@@ -185,7 +183,7 @@ func (w *worker) loop() {
 		if len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth {
 			if w.fill(depth, batch) > 0 {
 				w.st.enters.Add(1)
-				if _, err := r.Submit(); err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY) {
+				if _, err := r.Submit(); enterFailed(err) {
 					w.failQueued(err)
 				}
 			}
@@ -231,6 +229,12 @@ func (w *worker) deliver() {
 	}
 	w.done = w.done[:0]
 	w.st.deliverNs.Add(nanotime() - t0)
+}
+
+// enterFailed reports whether io_uring_enter's err is one retrying will
+// not fix: EAGAIN and EBUSY only ask the caller to reap first.
+func enterFailed(err error) bool {
+	return err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY)
 }
 
 // failQueued completes every request still waiting for an SQE with err:

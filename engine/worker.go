@@ -87,11 +87,7 @@ func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 		e.notice("hugepages", "slot memory on 4 KiB pages: transparent huge pages unavailable (MADV_HUGEPAGE refused, or THP %q)", thpMode())
 	}
 	e.infoMu.Lock()
-	if id == 0 {
-		e.info.HugePages = huge
-	} else {
-		e.info.HugePages = e.info.HugePages && huge
-	}
+	everyWorker(id, &e.info.HugePages, huge)
 	e.infoMu.Unlock()
 	w := &worker{
 		e: e, id: id, kind: k, mem: mem, whole: whole, efd: -1,
@@ -155,6 +151,11 @@ func (w *worker) closeEfd() {
 		w.efd = -1
 	}
 }
+
+// everyWorker folds worker id's v into an Info flag that holds only when
+// it holds for every worker: worker 0 sets it, the others can only clear
+// it. The caller holds infoMu.
+func everyWorker(id int, flag *bool, v bool) { *flag = v && (id == 0 || *flag) }
 
 // unmap frees the slot memory.
 func (w *worker) unmap() {
