@@ -352,13 +352,21 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	return nil
 }
 
+// engineInfo names an engine's backend and what it set up, e.g.
+// "io_uring SINGLE_ISSUER|DEFER_TASKRUN fixedbufs hugepages".
 func engineInfo(i engine.Info) string {
 	s := "pread"
 	if i.Kind == engine.IOUring {
-		s = "io_uring " + i.SetupFlags
+		s = "io_uring"
+		if i.SetupFlags != "" {
+			s += " " + i.SetupFlags
+		}
 	}
 	if i.FixedBuffers {
 		s += " fixedbufs"
+	}
+	if i.RegisterFiles {
+		s += " registerfiles"
 	}
 	if i.HugePages {
 		s += " hugepages"

@@ -492,20 +492,7 @@ func (w *worker) runUring() {
 			w.fail("close", w.job.Filename, -1, err)
 		}
 	}()
-	info := eng.Info()
-	w.res.EngineInfo = "io_uring"
-	if info.SetupFlags != "" {
-		w.res.EngineInfo += " " + info.SetupFlags
-	}
-	if info.FixedBuffers {
-		w.res.EngineInfo += " fixedbufs"
-	}
-	if info.RegisterFiles {
-		w.res.EngineInfo += " registerfiles"
-	}
-	if info.HugePages {
-		w.res.EngineInfo += " hugepages"
-	}
+	w.res.EngineInfo = engineInfo(eng.Info())
 	// Deferred after eng.Close, so it runs first: files close before the engine.
 	defer func() {
 		for i := range w.files {
