@@ -227,7 +227,7 @@ const (
 )
 
 // autoPrefetch returns the read-ahead in batches for batches of perBatch
-// reads of meanRead bytes on average into slots of slotSize bytes.
+// reads into slots of slotSize bytes.
 //
 // Batches are handed over in order, so the device idles behind one slow
 // read unless enough is in flight past it; but every batch read ahead
@@ -239,8 +239,6 @@ const (
 // pages the larger window had looked better). 8 KiB pages ran as fast
 // with 2 as with 7 or 31, and their batch p99 grew from 3 ms to 5 and
 // 7 ms: the consumer runs ahead and then waits longer on the straggler.
-// meanRead no longer matters; it stays in the signature for the rule's
-// next revision on other hardware.
 //
 // Compressed pages are decode-bound, and with both cores decoding the same
 // disk's latency grows tenfold (fio at 32 KiB, depth 32: p99 0.8 ms alone,
@@ -249,8 +247,7 @@ const (
 // huge-page slots) decoded 13.7k pages/s with 2 batches ahead, 14.0-14.7k
 // with 4, 17.8-18.6k with 7, 19.6-20.3k with 12, 19.8-19.9k with 16,
 // 18.4-19.3k with 24 and 17.7-18.5k with 32.
-func autoPrefetch(perBatch, meanRead, slotSize int, compressed bool) int {
-	_ = meanRead
+func autoPrefetch(perBatch, slotSize int, compressed bool) int {
 	if !compressed {
 		return autoSmallPrefetch
 	}
@@ -278,12 +275,10 @@ func (l *Loader) Workers() int { return l.workers }
 func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
 
 func (l *Loader) openEngine() error {
-	maxPage, sum := 0, int64(0)
+	maxPage := 0
 	for g := 0; g < l.ix.NumPages(0); g++ {
-		size := int(l.ix.Locate(0, g).Size)
-		maxPage, sum = max(maxPage, size), sum+int64(size)
+		maxPage = max(maxPage, int(l.ix.Locate(0, g).Size))
 	}
-	meanPage := int(sum / int64(max(l.ix.NumPages(0), 1)))
 	compressed := false // any chunk: picks the read-ahead and worker defaults
 	for c := 0; c < l.ix.NumChunks(); c++ {
 		ci := l.ix.Chunk(0, c)
@@ -296,7 +291,7 @@ func (l *Loader) openEngine() error {
 	}
 	perBatch := l.cfg.BatchPages * l.unitMax
 	if l.cfg.Prefetch == 0 {
-		l.cfg.Prefetch = autoPrefetch(perBatch, meanPage, opts.SlotSize, compressed)
+		l.cfg.Prefetch = autoPrefetch(perBatch, opts.SlotSize, compressed)
 	}
 	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {

@@ -573,23 +573,23 @@ func TestRowsLongerThanTwoPages(t *testing.T) {
 // and at most 256 MiB of slots; never below 2 or above 64.
 func TestAutoPrefetch(t *testing.T) {
 	for _, c := range []struct {
-		perBatch, mean, slot, want int
-		compressed                 bool
+		perBatch, slot, want int
+		compressed           bool
 	}{
-		{64, 8 << 10, 16 << 10, 2, false},     // 8 KiB pages keep 2
-		{64, 30 << 10, 40 << 10, 12, true},    // compressed: 832 pages in the window
-		{1024, 8 << 10, 16 << 10, 2, true},    // batches beyond 832 pages keep 2
-		{4, 8 << 10, 16 << 10, 64, true},      // tiny batches: at most 64
-		{64, 67 << 10, 82 << 10, 12, true},    // large compressed reads: the same window
-		{64, 30 << 10, 8<<20 + 8192, 2, true}, // one 8 MiB page: 256 MiB of slots at most
-		{16, 30 << 10, 2<<20 + 8192, 6, true}, // 2 MiB slots in batches of 16: 256 MiB
-		{64, 67 << 10, 82 << 10, 2, false},    // 64 KiB uncompressed pages keep 2
-		{64, 1 << 20, 1<<20 + 8192, 2, false}, // and 1 MiB pages
-		{8, 32 << 10, 40 << 10, 2, false},     // and small batches
-		{4096, 64 << 10, 72 << 10, 2, false},  // and huge ones
+		{64, 16 << 10, 2, false},     // 8 KiB pages keep 2
+		{64, 40 << 10, 12, true},     // compressed: 832 pages in the window
+		{1024, 16 << 10, 2, true},    // batches beyond 832 pages keep 2
+		{4, 16 << 10, 64, true},      // tiny batches: at most 64
+		{64, 82 << 10, 12, true},     // large compressed reads: the same window
+		{64, 8<<20 + 8192, 2, true},  // one 8 MiB page: 256 MiB of slots at most
+		{16, 2<<20 + 8192, 6, true},  // 2 MiB slots in batches of 16: 256 MiB
+		{64, 82 << 10, 2, false},     // 64 KiB uncompressed pages keep 2
+		{64, 1<<20 + 8192, 2, false}, // and 1 MiB pages
+		{8, 40 << 10, 2, false},      // and small batches
+		{4096, 72 << 10, 2, false},   // and huge ones
 	} {
-		if got := autoPrefetch(c.perBatch, c.mean, c.slot, c.compressed); got != c.want {
-			t.Errorf("autoPrefetch(%d, %d, %d, %v) = %d, want %d", c.perBatch, c.mean, c.slot, c.compressed, got, c.want)
+		if got := autoPrefetch(c.perBatch, c.slot, c.compressed); got != c.want {
+			t.Errorf("autoPrefetch(%d, %d, %v) = %d, want %d", c.perBatch, c.slot, c.compressed, got, c.want)
 		}
 	}
 	ds := testDataset(t, "v2")
