@@ -17,8 +17,14 @@ import (
 type PoolAllocator struct {
 	classes [maxClass + 1]poolClass
 	// MaxPerClass bounds how many free buffers each class keeps; 0 means
-	// 32. A class also keeps at most 64 MiB (and at least 2 buffers).
+	// 32. A class also keeps at most MaxBytesPerClass bytes of them (and
+	// at least 2 buffers).
 	MaxPerClass int
+	// MaxBytesPerClass bounds the bytes of free buffers a class keeps; 0
+	// means 64 MiB. An owner that holds a known window of decoded pages
+	// sets it to that window: a burst of releases beyond the bound is
+	// dropped, and the refill that follows is allocated and zeroed afresh.
+	MaxBytesPerClass int64
 }
 
 const (
@@ -96,8 +102,11 @@ func (p *PoolAllocator) Free(b []byte) {
 	if max <= 0 {
 		max = 32
 	}
-	// keep at most 64 MiB of free buffers per class
-	if byBytes := (64 << 20) >> k; byBytes < max {
+	maxBytes := p.MaxBytesPerClass
+	if maxBytes <= 0 {
+		maxBytes = 64 << 20
+	}
+	if byBytes := int(min(maxBytes>>k, 1<<30)); byBytes < max {
 		max = byBytes
 		if max < 2 {
 			max = 2

@@ -48,6 +48,14 @@ func TestPoolAllocator(t *testing.T) {
 	if n := len(big.classes[25].free); n != 2 {
 		t.Errorf("32 MiB class keeps %d buffers, want 2", n)
 	}
+	// an owner's byte bound replaces the 64 MiB default
+	wide := &PoolAllocator{MaxPerClass: 100, MaxBytesPerClass: 256 << 20}
+	for _, b := range bufs {
+		wide.Free(b)
+	}
+	if n := len(wide.classes[25].free); n != 8 {
+		t.Errorf("32 MiB class under a 256 MiB bound keeps %d buffers, want 8", n)
+	}
 	// concurrent use (run with -race)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {

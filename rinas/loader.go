@@ -346,8 +346,15 @@ func (l *Loader) openEngine() error {
 	}
 	// Decoded pages live until their batch is released: a pool deep
 	// enough for the whole window reuses their buffers instead of making
-	// the runtime zero fresh ones for every page.
-	copts := codec.Options{Mem: &codec.PoolAllocator{MaxPerClass: 4 * l.cfg.BatchPages * l.unitMax * (l.cfg.Prefetch + 2)}}
+	// the runtime zero (and the kernel fault in) fresh ones for every
+	// page. A read stall lets the consumer release the whole window at
+	// once, so the pool's byte bound is the loader's memory limit, not
+	// the allocator's default 64 MiB: it never holds more than the
+	// window's peak.
+	copts := codec.Options{Mem: &codec.PoolAllocator{
+		MaxPerClass:      4 * l.cfg.BatchPages * l.unitMax * (l.cfg.Prefetch + 2),
+		MaxBytesPerClass: l.cfg.MemoryLimit,
+	}}
 	// One decoder per worker of the engine actually used (a shared
 	// engine may have another worker count than Engine.Workers says).
 	l.workers = max(l.eng.Workers(), 1)
