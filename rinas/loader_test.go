@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -588,14 +589,39 @@ func TestAutoPrefetch(t *testing.T) {
 		{8, 40 << 10, 2, false},      // and small batches
 		{4096, 72 << 10, 2, false},   // and huge ones
 	} {
-		if got := autoPrefetch(c.perBatch, c.slot, c.compressed); got != c.want {
-			t.Errorf("autoPrefetch(%d, %d, %v) = %d, want %d", c.perBatch, c.slot, c.compressed, got, c.want)
+		if got := autoPrefetch(c.perBatch, c.slot, 0, c.compressed); got != c.want {
+			t.Errorf("autoPrefetch(%d, %d, 0, %v) = %d, want %d", c.perBatch, c.slot, c.compressed, got, c.want)
+		}
+	}
+	// decoded pages bound compressed windows to 128 MiB
+	for _, c := range []struct{ perBatch, slot, decoded, want int }{
+		{64, 40 << 10, 64 << 10, 12}, // 64 KiB pages: 832 pages, 52 MiB
+		{64, 400 << 10, 1 << 20, 2},  // 1 MiB pages: 2 batches
+		{16, 400 << 10, 1 << 20, 7},  // in batches of 16: 128 MiB
+		{64, 40 << 10, 256 << 10, 7}, // 256 KiB pages: 512 pages
+		{64, 40 << 10, 64 << 20, 2},  // never below 2
+		{64, 82 << 10, 64 << 10, 12}, // as without an estimate
+	} {
+		if got := autoPrefetch(c.perBatch, c.slot, c.decoded, true); got != c.want {
+			t.Errorf("autoPrefetch(%d, %d, %d, true) = %d, want %d", c.perBatch, c.slot, c.decoded, got, c.want)
 		}
 	}
 	ds := testDataset(t, "v2")
 	l := openT(t, baseConfig(ds, "id"))
 	if got := l.Prefetch(); got < 2 || got > 64 {
 		t.Fatalf("Prefetch() = %d after Open with 0", got)
+	}
+	// zstd pages of ~2 KiB: their headers give the decoded size, and the
+	// memory check counts the decoded window
+	zc := baseConfig(testDataset(t, "v1walk"), "input_ids")
+	lz := openT(t, zc)
+	if est := lz.decodedPageEstimate(); est < 512 || est > 16<<10 {
+		t.Errorf("decodedPageEstimate() = %d for pages of ~2 KiB", est)
+	}
+	zc.MemoryLimit = 1
+	_, err := Open(context.Background(), zc)
+	if !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "MiB of decoded pages (") || strings.Contains(err.Error(), "(0 bytes each)") {
+		t.Errorf("Open over the memory limit: %v, want ErrMemory counting decoded pages", err)
 	}
 }
 
