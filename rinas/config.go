@@ -141,9 +141,10 @@ type Config struct {
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
 	// columns (each batch ahead holds its read slots, and reads into fewer
 	// buffers ran faster); for compressed ones enough for 832 pages (at
-	// most 256 MiB of read slots, each as large as the largest page), since
-	// decoding loads the cores and the disk's tail latency grows with it.
-	// Loader.Prefetch says which.
+	// most 256 MiB of read slots, each as large as the largest page, and
+	// 128 MiB of decoded pages, their size read from sampled page
+	// headers), since decoding loads the cores and the disk's tail latency
+	// grows with it. Loader.Prefetch says which.
 	Prefetch int
 
 	Seed   uint64

@@ -50,7 +50,7 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per batch (0: page batches)")
 	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows")
 	fs.IntVar(&cfg.IODepth, "iodepth", 256, "reads in flight in all, as fio's iodepth (split over the workers)")
-	fs.IntVar(&cfg.Prefetch, "prefetch", 0, "batches read ahead (default: 2, or 832 pages for compressed columns)")
+	fs.IntVar(&cfg.Prefetch, "prefetch", 0, "batches read ahead (default: 2, or 832 pages for compressed columns, at most 128 MiB decoded)")
 	fs.IntVar(&cfg.Workers, "workers", 0, "engine workers (default GOMAXPROCS, half of it for uncompressed columns)")
 	fs.StringVar(&runtime, "runtime", "", "run for this long (fio time syntax)")
 	fs.IntVar(&cfg.Loops, "loops", 0, "run exactly this many epochs")
