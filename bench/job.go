@@ -107,7 +107,7 @@ type Job struct {
 	RW             RW
 	BS             int
 	IODepth        int // 1..4096; psync and mmap always run one at a time
-	BatchSubmit    int // iodepth_batch_submit; 0: the engine's default (the whole queue; fio's is 1)
+	BatchSubmit    int // iodepth_batch_submit; 0: the engine's default (16; fio's is 1)
 	Direct         bool
 	IOEngine       string // EngineIOUring, EnginePsync or EngineMmap
 	NumJobs        int

@@ -32,7 +32,15 @@ type Options struct {
 	QueueDepth     int     // reads in flight per worker; default 64, at most 4096
 	SlotSize       int     // bytes per slot; default 1 MiB (rounded up to 4 KiB, the slot alignment)
 	SlotsPerWorker int     // default QueueDepth
-	BatchSubmit    int     // SQEs per io_uring_enter; default QueueDepth
+	// BatchSubmit is the most SQEs one io_uring_enter submits; a worker
+	// with more queued enters again at once. Default DefaultBatchSubmit
+	// (at most QueueDepth). One enter's SQEs reach the device together
+	// when the block layer's plug ends, so on the development VM chunks
+	// of 8-16 beat the whole queue: 4 KiB randread at depth 64 read
+	// 198-275k IOPS against 175-182k, 64 KiB on huge pages 5.7-6.8 GB/s
+	// against 5.3-5.5, and the 64 KiB loader 77-82k pages/s against
+	// 67-78k; a chunk of 1, fio's default, is CPU-bound at 102-104k IOPS.
+	BatchSubmit int
 	// BatchComplete is how many completions one io_uring_enter waits for,
 	// capped at the reads in flight (fio's iodepth_batch_complete_min);
 	// default 1. More saves wakeups and CPU; a new submission may then

@@ -1107,3 +1107,46 @@ func TestSlotsOnHugePages(t *testing.T) {
 		c.Release()
 	}
 }
+
+// TestBatchSubmitChunks checks that no io_uring_enter submits more than
+// BatchSubmit reads (so n reads take at least n/BatchSubmit enters, also
+// when the early refill before the handlers has a whole ring of room), and
+// BatchSubmit's default.
+func TestBatchSubmitChunks(t *testing.T) {
+	for _, c := range []struct{ depth, batch, want int }{{64, 0, 16}, {8, 0, 8}, {32, 4, 4}, {4, 9, 4}} {
+		o, err := Options{QueueDepth: c.depth, BatchSubmit: c.batch}.fill()
+		if err != nil || o.BatchSubmit != c.want {
+			t.Errorf("depth %d, BatchSubmit %d: filled to %d (%v), want %d", c.depth, c.batch, o.BatchSubmit, err, c.want)
+		}
+	}
+	path := writeFile(t, content(1<<20), false)
+	const depth, batch, n = 32, 4, 512
+	e := newEngine(t, Options{Kind: IOUring, QueueDepth: depth, BatchSubmit: batch, SlotsPerWorker: n, SlotSize: 16 << 10})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+		if c.Err != nil {
+			t.Error(c.Err)
+		}
+		c.Release()
+	}})
+	reqs := make([]Request, n)
+	for i := range reqs {
+		reqs[i] = Request{File: f, Off: int64(i%256) * 4096, Len: 4096}
+	}
+	if err := q.Submit(testCtx(t), reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Settle(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	st := e.Stats()
+	if st.Reaped != n {
+		t.Fatalf("reaped %d of %d", st.Reaped, n)
+	}
+	if st.Enters < n/batch {
+		t.Fatalf("%d reads in %d enters: more than %d a call", n, st.Enters, batch)
+	}
+}

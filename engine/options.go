@@ -12,6 +12,8 @@ const (
 	DefaultQueueDepth = 64
 	MaxQueueDepth     = 4096
 	DefaultSlotSize   = 1 << 20
+	// DefaultBatchSubmit is Options.BatchSubmit's default (see there).
+	DefaultBatchSubmit = 16
 	// slotAlign is the alignment of every slot's memory and size: a page,
 	// which satisfies the direct-I/O memory alignment of every file system
 	// we know (Dio_mem_align is at most the logical block size).
@@ -44,9 +46,10 @@ func (o Options) fill() (Options, error) {
 	if o.SlotsPerWorker > 1<<16 {
 		return o, fmt.Errorf("engine: SlotsPerWorker %d exceeds %d", o.SlotsPerWorker, 1<<16)
 	}
-	if o.BatchSubmit <= 0 || o.BatchSubmit > o.QueueDepth {
-		o.BatchSubmit = o.QueueDepth
+	if o.BatchSubmit <= 0 {
+		o.BatchSubmit = DefaultBatchSubmit
 	}
+	o.BatchSubmit = min(o.BatchSubmit, o.QueueDepth)
 	if o.BatchComplete <= 0 {
 		o.BatchComplete = 1
 	}

@@ -111,10 +111,12 @@ func (w *worker) setupRing() error {
 	return nil
 }
 
-// loop is the worker's batch cycle: take new requests, prepare SQEs, one
-// io_uring_enter (submit + wait for ≥1), reap every ready CQE and advance
-// once, submit reads for the room the reaped ones left (a second, non-waiting
-// enter, only when requests are queued), then deliver outside the reap loop.
+// loop is the worker's batch cycle: take new requests, prepare up to
+// BatchSubmit SQEs, one io_uring_enter (submit + wait for ≥1, or no wait
+// while more are queued), reap every ready CQE and advance once, submit
+// reads for the room the reaped ones left (non-waiting enters of up to
+// BatchSubmit, only when requests are queued), then deliver outside the
+// reap loop.
 func (w *worker) loop() {
 	r := w.r
 	depth := w.e.opts.QueueDepth
@@ -179,13 +181,16 @@ func (w *worker) loop() {
 			}
 		}
 		// Refill the ring before running handlers: they may take a while
-		// (decoding), and the device should not idle meanwhile.
-		if len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth {
-			if w.fill(depth, batch) > 0 {
-				w.st.enters.Add(1)
-				if _, err := r.Submit(); enterFailed(err) {
-					w.failQueued(err)
-				}
+		// (decoding), and the device should not idle meanwhile. Chunks of
+		// batch reach the device sooner than one long plug.
+		for len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth {
+			if w.fill(depth, batch) == 0 {
+				break
+			}
+			w.st.enters.Add(1)
+			if _, err := r.Submit(); enterFailed(err) {
+				w.failQueued(err)
+				break
 			}
 		}
 		w.deliver()
