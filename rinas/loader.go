@@ -273,9 +273,10 @@ func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 // memory check only: a page it cannot read fails when its batch does.
 func (l *Loader) decodedPageEstimate() int {
 	n := l.ix.NumPages(0)
+	m := min(n, sampleHeaders)
 	est := 0
-	for k := 0; k < min(n, sampleHeaders); k++ {
-		loc := l.ix.Locate(0, k*n/min(n, sampleHeaders))
+	for k := 0; k < m; k++ {
+		loc := l.ix.Locate(0, k*n/m)
 		b, err := preadFile(l.ix.File(loc.File).Path, loc.Offset, min(int(loc.Size), 4096))
 		if err != nil {
 			continue
@@ -366,12 +367,13 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Output == OutputTokens {
 		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * 4 * int64(l.cfg.Prefetch+2)
 	}
-	// Compressed pages are decoded as they land and held until their
-	// batch is released: the window read ahead, the batch being filled
-	// and the consumer's.
+	// Pages are decoded as they land and held until their batch is
+	// released: the window read ahead, the batch being filled and the
+	// consumer's.
+	window := perBatch * (l.cfg.Prefetch + 2)
 	decBytes := int64(0)
 	if l.cfg.Fetch == Unordered {
-		decBytes = int64(decoded) * int64(perBatch) * int64(l.cfg.Prefetch+2)
+		decBytes = int64(decoded) * int64(window)
 	}
 	if need := slotBytes + tokBytes + decBytes; need > l.cfg.MemoryLimit {
 		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
@@ -394,7 +396,7 @@ func (l *Loader) openEngine() error {
 	// the allocator's default 64 MiB: it never holds more than the
 	// window's peak.
 	copts := codec.Options{Mem: &codec.PoolAllocator{
-		MaxPerClass:      4 * l.cfg.BatchPages * l.unitMax * (l.cfg.Prefetch + 2),
+		MaxPerClass:      4 * window,
 		MaxBytesPerClass: l.cfg.MemoryLimit,
 	}}
 	// One decoder per worker of the engine actually used (a shared
