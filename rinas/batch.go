@@ -6,6 +6,17 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
+// Column is one projected column's rows in a Batch.
+type Column struct {
+	// Name is the column's dotted leaf path, as the index names it
+	// (e.g. "input_ids.list.element").
+	Name string
+	// Arrays hold the column's rows in chunks. Chunks are row-aligned
+	// across columns: Arrays[i] of every Column of a Batch holds the same
+	// rows, in the same order.
+	Arrays []arrow.Array
+}
+
 // Batch is what Next returns. Its memory belongs to the loader until
 // Release, which must be called exactly once (from any goroutine); a
 // consumer that keeps batches unreleased eventually blocks Next. Arrays
@@ -14,8 +25,12 @@ import (
 // them valid past Release; copy what must outlive the batch.
 type Batch struct {
 	Epoch uint64
-	// Arrays holds the rows (arrow output): one array per page, in arrival
-	// order, when batches are pages; one array of BatchRows rows otherwise.
+	// Columns holds the rows (arrow output), one entry per projected
+	// column in projection order: one chunk per page (in arrival order)
+	// when batches are pages, one chunk of BatchRows rows otherwise.
+	Columns []Column
+	// Arrays is Columns[0].Arrays, the first projected column's chunks
+	// (nil when Columns is empty).
 	Arrays []arrow.Array
 	Rows   int
 	// Pages are the global page numbers whose rows the batch holds, in
@@ -35,13 +50,24 @@ type Batch struct {
 	free     func()
 }
 
+// setColumns installs the batch's columns and the Arrays alias.
+func (b *Batch) setColumns(cols []Column) {
+	b.Columns = cols
+	b.Arrays = nil
+	if len(cols) > 0 {
+		b.Arrays = cols[0].Arrays
+	}
+}
+
 // Release gives the batch's buffers back. Calling it twice panics.
 func (b *Batch) Release() {
 	if !b.released.CompareAndSwap(false, true) {
 		panic("rinas: Batch released twice")
 	}
-	for _, a := range b.Arrays {
-		a.Release()
+	for _, c := range b.Columns {
+		for _, a := range c.Arrays {
+			a.Release()
+		}
 	}
 	if b.free != nil {
 		b.free()

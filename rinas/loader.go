@@ -636,17 +636,19 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			}
 			continue
 		}
-		b := &Batch{Epoch: fb.epoch, Arrays: make([]arrow.Array, 0, fb.n), Pages: make([]uint64, 0, fb.n)}
+		arrs := make([]arrow.Array, 0, fb.n)
+		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
 		for _, ui := range fb.order[:fb.n] {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
 				a.Retain()
-				b.Arrays = append(b.Arrays, a)
+				arrs = append(arrs, a)
 				b.Pages = append(b.Pages, uint64(u.first+i))
 				b.Rows += p.Rows()
 			}
 		}
+		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: arrs}})
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
 		fb.out.Store(true)

@@ -273,7 +273,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		if err != nil {
 			return nil, err
 		}
-		b.Arrays = []arrow.Array{arr}
+		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: []arrow.Array{arr}}})
 	}
 	return b, nil
 }
