@@ -343,8 +343,19 @@ func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed bool) (int, erro
 		argsz = unsafe.Sizeof(r.arg)
 	}
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
-			uintptr(minComplete), uintptr(flags), argp, argsz)
+		// An enter that does not wait never sleeps (io_uring issues reads
+		// non-blocking and hands what would block to its own workers), so
+		// it runs as a raw syscall: no scheduler bookkeeping, and no P for
+		// sysmon to retake and hand back, on a call made once per chunk.
+		var n uintptr
+		var errno unix.Errno
+		if minComplete == 0 && !timed {
+			n, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
+				0, uintptr(flags), argp, argsz)
+		} else {
+			n, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
+				uintptr(minComplete), uintptr(flags), argp, argsz)
+		}
 		switch errno {
 		case 0:
 			return int(n), nil
