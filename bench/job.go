@@ -101,13 +101,16 @@ const (
 // below bs is not used (fio drops it too). RunRaw sets Size to the total
 // of the spans it uses, so its report shows what was actually read from.
 type Job struct {
-	Name           string
-	Filename       string // as given: one path or fio's colon-separated list ("a:b", "\:" escapes a colon); see Filenames
-	Size           int64  // bytes to use over all the files, divided over them as said above; 0: each file's size
-	RW             RW
-	BS             int
-	IODepth        int // 1..4096; psync and mmap always run one at a time
-	BatchSubmit    int // iodepth_batch_submit; 0: the engine's default (16; fio's is 1)
+	Name     string
+	Filename string // as given: one path or fio's colon-separated list ("a:b", "\:" escapes a colon); see Filenames
+	Size     int64  // bytes to use over all the files, divided over them as said above; 0: each file's size
+	RW       RW
+	BS       int
+	IODepth  int // 1..4096; psync and mmap always run one at a time
+	// BatchSubmit is iodepth_batch_submit: reads per io_uring_enter, at
+	// most IODepth (0 as written means IODepth, as in fio). Not given, it
+	// is 0 here: the engine's adaptive chunk, which starts at fio's 1.
+	BatchSubmit    int
 	Direct         bool
 	IOEngine       string // EngineIOUring, EnginePsync or EngineMmap
 	NumJobs        int
@@ -136,6 +139,9 @@ type Job struct {
 	Global  []Option // as written, for the report's "global options"
 	Options []Option // as written, for the report's "job options"
 }
+
+// batchIODepth marks iodepth_batch_submit=0 until validate knows iodepth.
+const batchIODepth = -1
 
 // MaxIODepth is the deepest queue a job may ask for.
 const MaxIODepth = 4096
@@ -176,7 +182,7 @@ func (j *Job) validate() error {
 	if j.TimeBased && j.Runtime <= 0 {
 		return fmt.Errorf("%w: job %s: time_based needs a runtime", ErrBadOption, j.Name)
 	}
-	if j.BatchSubmit > j.IODepth {
+	if j.BatchSubmit > j.IODepth || j.BatchSubmit == batchIODepth {
 		j.BatchSubmit = j.IODepth // as fio does
 	}
 	if j.HugeMem && j.IOEngine != "" && j.IOEngine != EngineIOUring {
@@ -248,6 +254,9 @@ func (j *Job) Set(o Option) error {
 	case "iodepth_batch_submit", "iodepth_batch":
 		if n, err = intIn(0, MaxIODepth); err == nil {
 			j.BatchSubmit = int(n)
+			if n == 0 {
+				j.BatchSubmit = batchIODepth
+			}
 		}
 	case "direct":
 		j.Direct, err = parseBool(key, v, o.Bare)

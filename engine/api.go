@@ -33,14 +33,22 @@ type Options struct {
 	SlotSize       int     // bytes per slot; default 1 MiB (rounded up to 4 KiB, the slot alignment)
 	SlotsPerWorker int     // default QueueDepth
 	// BatchSubmit is the most SQEs one io_uring_enter submits; a worker
-	// with more queued enters again at once. Default DefaultBatchSubmit
-	// (at most QueueDepth). One enter's SQEs reach the device together
-	// when the block layer's plug ends, so on the development VM chunks
-	// of 8-16 beat the whole queue: 4 KiB randread at depth 64 read
-	// 198-275k IOPS against 175-182k, 64 KiB on huge pages 5.7-6.8 GB/s
-	// against 5.3-5.5, and the 64 KiB loader 77-82k pages/s against
-	// 67-78k; a chunk of 1, fio's default, is CPU-bound at 102-104k IOPS.
+	// with more queued enters again at once (fio's iodepth_batch_submit).
+	// Zero, the default, lets each worker choose its chunk as it runs:
+	// one read per enter while the worker has time to spare, waiting on
+	// the device (every read reaches the device as soon as it is queued,
+	// as fio's default of 1 does), and a chunk that doubles while the
+	// worker is saturated, finding its completions ready whenever it
+	// would wait, and halves once it waits again (each enter's reads then
+	// share one syscall and one block-layer plug). The chunk follows the
+	// worker's measured share of time asleep in the kernel, not constants
+	// tuned to one device. A positive value is a fixed chunk (at most
+	// QueueDepth).
 	BatchSubmit int
+	// BatchCompleteMax is the most completions a worker reaps and
+	// delivers in one round (fio's iodepth_batch_complete_max); default
+	// every completion ready.
+	BatchCompleteMax int
 	// BatchComplete is how many completions one io_uring_enter waits for,
 	// capped at the reads in flight (fio's iodepth_batch_complete_min);
 	// default 1. More saves wakeups and CPU; a new submission may then

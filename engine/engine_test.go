@@ -1111,9 +1111,9 @@ func TestSlotsOnHugePages(t *testing.T) {
 // TestBatchSubmitChunks checks that no io_uring_enter submits more than
 // BatchSubmit reads (so n reads take at least n/BatchSubmit enters, also
 // when the early refill before the handlers has a whole ring of room), and
-// BatchSubmit's default.
+// BatchSubmit's default (0: the chunker's).
 func TestBatchSubmitChunks(t *testing.T) {
-	for _, c := range []struct{ depth, batch, want int }{{64, 0, 16}, {8, 0, 8}, {32, 4, 4}, {4, 9, 4}} {
+	for _, c := range []struct{ depth, batch, want int }{{64, 0, 0}, {8, -3, 0}, {32, 4, 4}, {4, 9, 4}} {
 		o, err := Options{QueueDepth: c.depth, BatchSubmit: c.batch}.fill()
 		if err != nil || o.BatchSubmit != c.want {
 			t.Errorf("depth %d, BatchSubmit %d: filled to %d (%v), want %d", c.depth, c.batch, o.BatchSubmit, err, c.want)

@@ -12,8 +12,6 @@ const (
 	DefaultQueueDepth = 64
 	MaxQueueDepth     = 4096
 	DefaultSlotSize   = 1 << 20
-	// DefaultBatchSubmit is Options.BatchSubmit's default (see there).
-	DefaultBatchSubmit = 16
 	// slotAlign is the alignment of every slot's memory and size: a page,
 	// which satisfies the direct-I/O memory alignment of every file system
 	// we know (Dio_mem_align is at most the logical block size).
@@ -46,15 +44,21 @@ func (o Options) fill() (Options, error) {
 	if o.SlotsPerWorker > 1<<16 {
 		return o, fmt.Errorf("engine: SlotsPerWorker %d exceeds %d", o.SlotsPerWorker, 1<<16)
 	}
-	if o.BatchSubmit <= 0 {
-		o.BatchSubmit = DefaultBatchSubmit
+	if o.BatchSubmit < 0 {
+		o.BatchSubmit = 0
 	}
-	o.BatchSubmit = min(o.BatchSubmit, o.QueueDepth)
+	o.BatchSubmit = min(o.BatchSubmit, o.QueueDepth) // 0: adaptive (chunker)
+	if o.BatchCompleteMax <= 0 || o.BatchCompleteMax > o.QueueDepth {
+		o.BatchCompleteMax = o.QueueDepth + 1 // every ready CQE, the eventfd's included
+	}
 	if o.BatchComplete <= 0 {
 		o.BatchComplete = 1
 	}
 	if o.BatchComplete > o.QueueDepth {
 		o.BatchComplete = o.QueueDepth
+	}
+	if o.BatchCompleteMax < o.BatchComplete {
+		o.BatchCompleteMax = o.BatchComplete // as fio raises it to the minimum
 	}
 	for i, set := range o.CPUSets {
 		if len(set) == 0 {

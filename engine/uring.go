@@ -111,17 +111,24 @@ func (w *worker) setupRing() error {
 	return nil
 }
 
-// loop is the worker's batch cycle: take new requests, prepare up to
-// BatchSubmit SQEs, one io_uring_enter (submit + wait for ≥1, or no wait
-// while more are queued), reap every ready CQE and advance once, submit
-// reads for the room the reaped ones left (non-waiting enters of up to
-// BatchSubmit, only when requests are queued), then deliver outside the
+// loop is the worker's batch cycle: take new requests, prepare up to a
+// chunk of SQEs (BatchSubmit, or the chunker's choice when it is 0), one
+// io_uring_enter (submit + wait for ≥1, or no wait while more are
+// queued), reap the ready CQEs (up to BatchCompleteMax) and advance once,
+// submit reads for the room the reaped ones left (non-waiting enters of up
+// to a chunk, only when requests are queued), then deliver outside the
 // reap loop.
 func (w *worker) loop() {
 	r := w.r
 	depth := w.e.opts.QueueDepth
 	batch := w.e.opts.BatchSubmit
+	adaptive := batch == 0
+	ch := newChunker(depth)
+	if adaptive {
+		batch = ch.n
+	}
 	waitFor := w.e.opts.BatchComplete
+	cqes := w.cqes[:min(len(w.cqes), w.e.opts.BatchCompleteMax)]
 	for {
 		w.loops.Add(1)
 		if w.mboxN.Load() > 0 {
@@ -156,7 +163,9 @@ func (w *worker) loop() {
 		w.waiting.Store(0)
 		w.st.enters.Add(1)
 		if minComplete > 0 {
-			w.st.waitNs.Add(nanotime() - t0)
+			d := nanotime() - t0
+			ch.waited(d)
+			w.st.waitNs.Add(d)
 			w.st.waits.Add(1)
 			w.st.inKernel.Add(uint64(w.inKernel))
 			w.st.queued.Add(uint64(w.pqLen))
@@ -164,8 +173,11 @@ func (w *worker) loop() {
 		if enterFailed(err) {
 			w.failQueued(err)
 		}
-		n := r.Reap(w.cqes)
-		for _, c := range w.cqes[:n] {
+		n := r.Reap(cqes)
+		if adaptive {
+			batch = ch.reaped(n)
+		}
+		for _, c := range cqes[:n] {
 			if c.UserData == efdUserData {
 				w.efdArmed = false
 				continue
