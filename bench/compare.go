@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,6 +34,72 @@ var DefaultCases = []CompareCase{
 	{Name: "4k randread psync qd1", Args: []string{"--rw=randread", "--bs=4k", "--ioengine=psync", "--iodepth=1", "--direct=1"}},
 }
 
+// Modes of a comparison: both tools at their defaults, and both given
+// fio's best read settings.
+const (
+	ModeDefaults = "defaults"
+	ModeBest     = "best"
+)
+
+// BestFlags are fio's best read settings for an io_uring job, given to
+// both tools alike: registered buffers and files, batch submissions of
+// batch reads, completions reaped as soon as one is ready, and I/O
+// buffers on huge pages when huge is true (fio's shmhuge needs
+// hugetlbfs pages reserved; pagebench backs it with transparent ones).
+func BestFlags(batch int, huge bool) []string {
+	f := []string{"--fixedbufs", "--registerfiles", fmt.Sprintf("--iodepth_batch_submit=%d", batch), "--iodepth_batch_complete_min=1"}
+	if huge {
+		f = append(f, "--iomem=shmhuge")
+	}
+	return f
+}
+
+// hugeTLBFree returns the bytes of free hugetlbfs pages (HugePages_Free
+// times Hugepagesize in /proc/meminfo), what fio's iomem=shmhuge draws
+// from; 0 when it cannot tell.
+func hugeTLBFree() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	var free, size int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		switch k {
+		case "HugePages_Free":
+			free = n
+		case "Hugepagesize":
+			size = n << 10
+		}
+	}
+	return free * size
+}
+
+// isUring reports whether a case's args run io_uring, where the best
+// settings apply.
+func isUring(args []string) bool {
+	return slices.Contains(args, "--ioengine=io_uring")
+}
+
+// caseBuffers is the I/O buffer memory a case asks for: iodepth × bs.
+func caseBuffers(args []string) int64 {
+	depth, bs := int64(1), int64(4096)
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--iodepth="); ok {
+			depth, _ = ParseSize(v)
+		}
+		if v, ok := strings.CutPrefix(a, "--bs="); ok {
+			bs, _ = ParseSize(v)
+		}
+	}
+	return depth * bs
+}
+
 // CompareConfig configures CompareFio. Zero fields take the defaults
 // filled by fill.
 type CompareConfig struct {
@@ -42,7 +110,17 @@ type CompareConfig struct {
 	Fio       string        // fio binary; default "fio"
 	Pagebench string        // pagebench binary; default this executable
 	Cases     []CompareCase // default DefaultCases
-	Stderr    io.Writer     // progress lines; default discard
+	// BestBatch is N in the best settings' iodepth_batch_submit=N
+	// (capped at each case's iodepth by both tools); default 16.
+	BestBatch int
+	// Modes to run, of ModeDefaults and ModeBest; default both. The best
+	// settings apply to io_uring cases only.
+	Modes []string
+	// HugeTLBFree is the hugetlbfs memory free for fio's iomem=shmhuge;
+	// the best settings use it only for cases whose buffers fit. Default:
+	// read from /proc/meminfo; negative: never.
+	HugeTLBFree int64
+	Stderr      io.Writer // progress lines; default discard
 	// Exec runs bin with args and returns its stdout; default os/exec, with
 	// the last line of stderr in the error.
 	Exec func(ctx context.Context, bin string, args []string) ([]byte, error)
@@ -74,14 +152,28 @@ func (c *CompareConfig) fill() error {
 	if c.Cases == nil {
 		c.Cases = DefaultCases
 	}
+	if c.BestBatch == 0 {
+		c.BestBatch = 16
+	}
+	if c.Modes == nil {
+		c.Modes = []string{ModeDefaults, ModeBest}
+	}
+	for _, m := range c.Modes {
+		if m != ModeDefaults && m != ModeBest {
+			return fmt.Errorf("%w: compare mode %q (want %s or %s)", ErrBadOption, m, ModeDefaults, ModeBest)
+		}
+	}
+	if c.HugeTLBFree == 0 {
+		c.HugeTLBFree = hugeTLBFree()
+	}
 	if c.Stderr == nil {
 		c.Stderr = io.Discard
 	}
 	if c.Exec == nil {
 		c.Exec = execOutput
 	}
-	if c.Pairs < 1 || c.Runtime < time.Second || c.FileSize < 1<<20 {
-		return fmt.Errorf("%w: compare wants pairs ≥ 1, runtime ≥ 1s, size ≥ 1m", ErrBadOption)
+	if c.Pairs < 1 || c.Runtime < time.Second || c.FileSize < 1<<20 || c.BestBatch < 1 {
+		return fmt.Errorf("%w: compare wants pairs ≥ 1, runtime ≥ 1s, size ≥ 1m, best batch ≥ 1", ErrBadOption)
 	}
 	return nil
 }
@@ -128,14 +220,20 @@ func MetricsOf(out *FioOutput) (Metrics, error) {
 	return m, nil
 }
 
-// CompareRow is one case: the medians of each side over the pairs.
+// CompareRow is one case in one mode: the medians of each side over the
+// pairs.
 type CompareRow struct {
 	Case           string
+	Mode           string   // ModeDefaults or ModeBest
+	Flags          []string // the flags the mode added to the case's (none at defaults)
 	Fio, Pagebench Metrics
-	FioRuns        int // successful runs
-	PagebenchRuns  int
-	FioErr         error // last error, if any run failed
-	PagebenchErr   error
+	// PairRatio is the median over pairs of pagebench's IOPS over fio's
+	// in the same pair; NaN without a pair where both sides ran.
+	PairRatio     float64
+	FioRuns       int // successful runs
+	PagebenchRuns int
+	FioErr        error // last error, if any run failed
+	PagebenchErr  error
 }
 
 // CompareReport is CompareFio's outcome.
@@ -147,10 +245,13 @@ type CompareReport struct {
 }
 
 // CompareFio lays out one test file in a temporary directory under
-// cfg.Dir, then per case runs fio and pagebench alternately (who goes
-// first alternates too) cfg.Pairs times for cfg.Runtime each, and reports
-// the medians. The file is removed at the end. A side that fails keeps its
-// error in the row; only setup errors fail the whole comparison.
+// cfg.Dir, then per case runs fio and pagebench alternately cfg.Pairs
+// times for cfg.Runtime each, in each mode (both tools at their defaults;
+// both with fio's best read settings, BestFlags, for io_uring cases): a
+// pair is one run of each tool per mode, who goes first alternates from
+// pair to pair and mode to mode. It reports the medians. The file is
+// removed at the end. A side that fails keeps its error in the row; only
+// setup errors fail the whole comparison.
 func CompareFio(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
@@ -170,38 +271,65 @@ func CompareFio(ctx context.Context, cfg CompareConfig) (*CompareReport, error) 
 			"--name=" + slug(c.Name), "--filename=" + file, fmt.Sprintf("--size=%d", cfg.FileSize),
 			fmt.Sprintf("--runtime=%dms", cfg.Runtime.Milliseconds()), "--time_based", "--output-format=json",
 		}, c.Args...)
-		var fio, pb []Metrics
-		row := CompareRow{Case: c.Name}
-		for p := range cfg.Pairs {
-			order := []bool{true, false} // fio first
-			if (p+ci)%2 == 1 {
-				order = []bool{false, true}
+		type side struct{ fio, pb []Metrics }
+		var rows []CompareRow
+		var args [][]string
+		for _, mode := range cfg.Modes {
+			row := CompareRow{Case: c.Name, Mode: mode}
+			if mode == ModeBest {
+				if !isUring(c.Args) {
+					continue
+				}
+				huge := cfg.HugeTLBFree > 0 && caseBuffers(c.Args)+(4<<20) <= cfg.HugeTLBFree
+				row.Flags = BestFlags(cfg.BestBatch, huge)
 			}
-			for _, isFio := range order {
-				bin, side := cfg.Pagebench, "pagebench"
-				if isFio {
-					bin, side = cfg.Fio, "fio"
+			rows = append(rows, row)
+			args = append(args, append(slices.Clip(common), row.Flags...))
+		}
+		got := make([]side, len(rows))
+		pairRatios := make([][]float64, len(rows))
+		for p := range cfg.Pairs {
+			for mi := range rows {
+				order := []bool{true, false} // fio first
+				if (p+ci+mi)%2 == 1 {
+					order = []bool{false, true}
 				}
-				if ctx.Err() != nil {
-					return rep, ctx.Err()
+				var fioIOPS, pbIOPS float64
+				for _, isFio := range order {
+					bin, name := cfg.Pagebench, "pagebench"
+					if isFio {
+						bin, name = cfg.Fio, "fio"
+					}
+					if ctx.Err() != nil {
+						return rep, ctx.Err()
+					}
+					fmt.Fprintf(cfg.Stderr, "compare: %s, %s: pair %d/%d: %s\n", c.Name, rows[mi].Mode, p+1, cfg.Pairs, name)
+					m, err := runSide(ctx, cfg.Exec, bin, args[mi])
+					switch {
+					case err != nil && isFio:
+						rows[mi].FioErr = err
+					case err != nil:
+						rows[mi].PagebenchErr = err
+					case isFio:
+						got[mi].fio = append(got[mi].fio, m)
+						fioIOPS = m.IOPS
+					default:
+						got[mi].pb = append(got[mi].pb, m)
+						pbIOPS = m.IOPS
+					}
 				}
-				fmt.Fprintf(cfg.Stderr, "compare: %s: pair %d/%d: %s\n", c.Name, p+1, cfg.Pairs, side)
-				m, err := runSide(ctx, cfg.Exec, bin, common)
-				switch {
-				case err != nil && isFio:
-					row.FioErr = err
-				case err != nil:
-					row.PagebenchErr = err
-				case isFio:
-					fio = append(fio, m)
-				default:
-					pb = append(pb, m)
+				if fioIOPS > 0 && pbIOPS > 0 {
+					pairRatios[mi] = append(pairRatios[mi], pbIOPS/fioIOPS)
 				}
 			}
 		}
-		row.Fio, row.FioRuns = medians(fio), len(fio)
-		row.Pagebench, row.PagebenchRuns = medians(pb), len(pb)
-		rep.Rows = append(rep.Rows, row)
+		for mi := range rows {
+			row := &rows[mi]
+			row.Fio, row.FioRuns = medians(got[mi].fio), len(got[mi].fio)
+			row.Pagebench, row.PagebenchRuns = medians(got[mi].pb), len(got[mi].pb)
+			row.PairRatio = median(pairRatios[mi])
+		}
+		rep.Rows = append(rep.Rows, rows...)
 	}
 	return rep, nil
 }
@@ -261,14 +389,16 @@ func medians(ms []Metrics) Metrics {
 	}
 }
 
-// WriteTable prints the medians and the pagebench/fio ratios. For IOPS and
-// bandwidth higher is better; for CPU per I/O and p99 clat lower is.
+// WriteTable prints the medians and the pagebench/fio ratios, per case
+// and mode. For IOPS and bandwidth higher is better; for CPU per I/O and
+// p99 clat lower is. "pairs" is the median of the per-pair IOPS ratios.
 func (r *CompareReport) WriteTable(w io.Writer) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "pagebench vs fio: medians of %d alternating pairs, %s each, %s file, O_DIRECT\n",
 		r.Pairs, r.Runtime, fmtBytes(float64(r.FileSize), true))
+	fmt.Fprintf(&b, "defaults: both tools at their own defaults; best: both given the same flags\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "case\tmetric\tfio\tpagebench\tratio pb/fio")
+	fmt.Fprintln(tw, "case\tmode\tmetric\tfio\tpagebench\tratio pb/fio")
 	for _, row := range r.Rows {
 		lines := []struct {
 			name    string
@@ -281,17 +411,25 @@ func (r *CompareReport) WriteTable(w io.Writer) error {
 			{"p99 clat (lower better)", row.Fio.P99Clat, row.Pagebench.P99Clat, fmtDur},
 		}
 		for i, l := range lines {
-			name := ""
+			name, mode := "", ""
 			if i == 0 {
-				name = row.Case
+				name, mode = row.Case, row.Mode
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, l.name, orNA(l.fio, l.format), orNA(l.pb, l.format), ratio(l.pb, l.fio))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, mode, l.name, orNA(l.fio, l.format), orNA(l.pb, l.format), ratio(l.pb, l.fio))
+		}
+		pr := "n/a"
+		if !math.IsNaN(row.PairRatio) {
+			pr = fmt.Sprintf("%.2f", row.PairRatio)
+		}
+		fmt.Fprintf(tw, "\t\tIOPS ratio, median of pairs\t\t\t%s\n", pr)
+		if len(row.Flags) > 0 {
+			fmt.Fprintf(tw, "\t\tflags\t%s\t\t\n", strings.Join(row.Flags, " "))
 		}
 		if row.FioErr != nil {
-			fmt.Fprintf(tw, "\tfio error (%d/%d ok)\t%v\t\t\n", row.FioRuns, r.Pairs, row.FioErr)
+			fmt.Fprintf(tw, "\t\tfio error (%d/%d ok)\t%v\t\t\n", row.FioRuns, r.Pairs, row.FioErr)
 		}
 		if row.PagebenchErr != nil {
-			fmt.Fprintf(tw, "\tpagebench error (%d/%d ok)\t%v\t\t\n", row.PagebenchRuns, r.Pairs, row.PagebenchErr)
+			fmt.Fprintf(tw, "\t\tpagebench error (%d/%d ok)\t%v\t\t\n", row.PagebenchRuns, r.Pairs, row.PagebenchErr)
 		}
 	}
 	tw.Flush()

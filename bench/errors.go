@@ -9,6 +9,9 @@ import (
 var (
 	// ErrBadOption reports an unknown option or a value out of range.
 	ErrBadOption = errors.New("bench: bad option")
+	// ErrWriteOnly reports an option that only makes sense for writes
+	// (rw=write, randwrite, randrw, verify=...): pagebench only reads.
+	ErrWriteOnly = errors.New("bench: write-only option")
 	// ErrJobFile reports a malformed fio job file.
 	ErrJobFile = errors.New("bench: bad job file")
 	// ErrAlignment reports a block size or offset that breaks the O_DIRECT

@@ -108,6 +108,9 @@ type FioLat struct {
 	Stddev     float64          `json:"stddev"`
 	N          int64            `json:"N"`
 	Percentile map[string]int64 `json:"percentile,omitempty"`
+	// Bins is json+'s histogram: fio's bucket values (ns) to counts,
+	// non-empty buckets only.
+	Bins map[string]int64 `json:"bins,omitempty"`
 }
 
 // FioSync is fio's sync block.
@@ -155,6 +158,40 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r.JSON())
+}
+
+// WriteJSONPlus writes fio's json+: the JSON document with each job's
+// clat_ns.bins, fio's latency histogram (platValue keys, in ns).
+func (r *Report) WriteJSONPlus(w io.Writer) error {
+	out := r.JSON()
+	for i, res := range r.Results() {
+		if i < len(out.Jobs) && res.plat != nil && res.Clat.N() > 0 {
+			out.Jobs[i].Read.ClatNs.Bins = res.plat.bins()
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// Write writes the report in each of formats in turn ("normal", "json",
+// "json+"), as fio does for --output-format=a,b.
+func (r *Report) Write(w io.Writer, formats []string) error {
+	for _, f := range formats {
+		var err error
+		switch f {
+		case "json":
+			err = r.WriteJSON(w)
+		case "json+":
+			err = r.WriteJSONPlus(w)
+		default:
+			err = r.WriteNormal(w)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func optionMap(opts []Option) map[string]string {

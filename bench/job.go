@@ -39,8 +39,29 @@ type JobSpec struct {
 // one after another, each as its own reporting group, as if every job
 // section had fio's stonewall; the numjobs clones of one job run together.
 type Spec struct {
-	Jobs         []JobSpec
-	OutputFormat string // "normal" (default) or "json"
+	Jobs []JobSpec
+	// OutputFormat is fio's --output-format: "normal" (default), "json",
+	// "json+", or several of them comma-separated ("normal,json"), each
+	// written in turn (Formats).
+	OutputFormat string
+	// Output is fio's --output: the file the report goes to; "" is
+	// standard output.
+	Output string
+}
+
+// Formats returns the output formats in the order given.
+func (s *Spec) Formats() []string { return strings.Split(s.OutputFormat, ",") }
+
+// parseOutputFormat checks --output-format's comma-separated list.
+func parseOutputFormat(v string) error {
+	for _, f := range strings.Split(v, ",") {
+		switch f {
+		case "normal", "json", "json+":
+		default:
+			return fmt.Errorf("%w: --output-format=%s: %q is not normal, json or json+", ErrBadOption, v, f)
+		}
+	}
+	return nil
 }
 
 // RW is the access pattern.
@@ -128,6 +149,44 @@ type Job struct {
 	// leave 4 KiB pages, so a fio command line reads alike in both.
 	HugeMem bool
 
+	// BatchCompleteMin is iodepth_batch_complete_min (alias
+	// iodepth_batch_complete): completions an io_uring wait asks for, at
+	// most the reads in flight; default 1. BatchCompleteMax is
+	// iodepth_batch_complete_max: the most reaped at once; default (0)
+	// BatchCompleteMin, as in fio, and never below it.
+	BatchCompleteMin int
+	BatchCompleteMax int
+	// IODepthLow is iodepth_low: once the queue is full, let it drain to
+	// this many reads in flight before filling it again; default (0)
+	// IODepth, keep it full.
+	IODepthLow int
+	// Offset is where in each file I/O starts (offset=, bytes or a
+	// percentage of the file in OffsetPct), and OffsetIncrement what each
+	// numjobs clone adds to it (clone k starts at Offset+k·OffsetIncrement;
+	// a percentage in OffsetIncrementPct). Size counts from the offset, so
+	// a file laid out holds offset+size bytes. Offsets must respect
+	// O_DIRECT alignment; percentages are rounded down to bs, as fio's
+	// offset_align defaults to.
+	Offset, OffsetIncrement       int64
+	OffsetPct, OffsetIncrementPct float64
+	// RandRepeat is fio's randrepeat (default true): the random sequence
+	// repeats from run to run, from Seed. False seeds it from the clock.
+	RandRepeat bool
+	// NoRandomMap is fio's norandommap: random blocks are drawn with
+	// repeats. Without it, a uniform randread reads each block once per
+	// pass (fio's random map); non-uniform distributions always repeat.
+	NoRandomMap bool
+	// Dist is random_distribution (randread only).
+	Dist Distribution
+	// BWLog, LatLog and IOPSLog are write_bw_log, write_lat_log and
+	// write_iops_log prefixes: files PREFIX_bw.N.log, PREFIX_{lat,clat,
+	// slat}.N.log and PREFIX_iops.N.log for clone N (from 1), in fio's log
+	// format ("msec, value, ddir, bs, offset" lines: KiB/s, ns, IOPS). A
+	// bare option (or an empty value) takes the job name. LogAvgMsec is
+	// log_avg_msec: 0 logs every I/O, N averages over N ms windows.
+	BWLog, LatLog, IOPSLog string
+	LogAvgMsec             int
+
 	// FileService and FileServiceNr are fio's file_service_type=TYPE[:N]:
 	// how the next I/O's file is chosen, and after how many I/Os to one
 	// file the choice is made again (0 means 1, fio's default). A
@@ -151,7 +210,7 @@ const maxBS = 256 << 20
 
 // DefaultJob returns fio's defaults.
 func DefaultJob() Job {
-	return Job{RW: Read, BS: 4096, IODepth: 1, IOEngine: EnginePsync, NumJobs: 1, Seed: 0x5eed}
+	return Job{RW: Read, BS: 4096, IODepth: 1, IOEngine: EnginePsync, NumJobs: 1, Seed: 0x5eed, RandRepeat: true, Dist: Distribution{Center: -1}}
 }
 
 // Resolve applies the spec's options over DefaultJob and validates them.
@@ -184,6 +243,18 @@ func (j *Job) validate() error {
 	}
 	if j.BatchSubmit > j.IODepth || j.BatchSubmit == batchIODepth {
 		j.BatchSubmit = j.IODepth // as fio does
+	}
+	if j.BatchCompleteMin > j.IODepth {
+		j.BatchCompleteMin = j.IODepth
+	}
+	if j.BatchCompleteMax < j.BatchCompleteMin {
+		j.BatchCompleteMax = j.BatchCompleteMin // fio's default and floor
+	}
+	if j.IODepthLow > j.IODepth {
+		j.IODepthLow = j.IODepth
+	}
+	if j.Dist.Kind != DistRandom && j.RW != RandRead {
+		return fmt.Errorf("%w: job %s: random_distribution=%s needs rw=randread", ErrBadOption, j.Name, j.Dist)
 	}
 	if j.HugeMem && j.IOEngine != "" && j.IOEngine != EngineIOUring {
 		return fmt.Errorf("%w: job %s: iomem on huge pages needs ioengine=io_uring, not %s", ErrBadOption, j.Name, j.IOEngine)
@@ -234,14 +305,68 @@ func (j *Job) Set(o Option) error {
 		}
 	case "rw", "readwrite":
 		if err = needValue(); err == nil {
-			switch v {
+			switch mode, _, _ := strings.Cut(v, ":"); mode {
 			case "read":
 				j.RW = Read
 			case "randread":
 				j.RW = RandRead
+			case "write", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite", "randtrimwrite":
+				err = fmt.Errorf("%w: %s=%s writes or trims; pagebench only reads (rw=read or randread)", ErrWriteOnly, key, v)
 			default:
 				err = fmt.Errorf("%w: rw=%s: only read and randread are supported", ErrBadOption, v)
 			}
+		}
+	case "verify":
+		if err = needValue(); err == nil && v != "0" && v != "none" {
+			err = fmt.Errorf("%w: verify=%s checks data it wrote; pagebench only reads (use pagefeed verify for Parquet)", ErrWriteOnly, v)
+		}
+	case "iodepth_batch_complete_min", "iodepth_batch_complete":
+		if n, err = intIn(0, MaxIODepth); err == nil {
+			j.BatchCompleteMin = max(int(n), 1) // fio treats 0 as 1: wait for one
+		}
+	case "iodepth_batch_complete_max":
+		if n, err = intIn(0, MaxIODepth); err == nil {
+			j.BatchCompleteMax = int(n)
+		}
+	case "iodepth_low":
+		if n, err = intIn(0, MaxIODepth); err == nil {
+			j.IODepthLow = int(n)
+		}
+	case "offset", "fileoffset":
+		if err = needValue(); err == nil {
+			j.Offset, j.OffsetPct, err = parseOffset(key, v)
+		}
+	case "offset_increment":
+		if err = needValue(); err == nil {
+			j.OffsetIncrement, j.OffsetIncrementPct, err = parseOffset(key, v)
+		}
+	case "randrepeat", "rand_repeatable":
+		j.RandRepeat, err = parseBool(key, v, o.Bare)
+	case "norandommap":
+		j.NoRandomMap, err = parseBool(key, v, o.Bare)
+	case "random_distribution":
+		if err = needValue(); err == nil {
+			j.Dist, err = ParseDistribution(v)
+		}
+	case "write_bw_log", "write_lat_log", "write_iops_log":
+		prefix := v
+		if prefix == "" {
+			prefix = j.Name
+			if prefix == "" {
+				prefix = "pagebench"
+			}
+		}
+		switch key {
+		case "write_bw_log":
+			j.BWLog = prefix
+		case "write_lat_log":
+			j.LatLog = prefix
+		default:
+			j.IOPSLog = prefix
+		}
+	case "log_avg_msec":
+		if n, err = intIn(0, 1<<31-1); err == nil {
+			j.LogAvgMsec = int(n)
 		}
 	case "bs", "blocksize":
 		if n, err = intIn(1, maxBS); err == nil {
@@ -323,6 +448,23 @@ func (j *Job) Set(o Option) error {
 	return err
 }
 
+// parseOffset parses offset= or offset_increment=: bytes (fio's sizes)
+// or a percentage of the file ("25%"). Errors name the option.
+func parseOffset(key, v string) (int64, float64, error) {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f < 0 || f > 100 {
+			return 0, 0, fmt.Errorf("%w: %s=%s: want a percentage in [0, 100]", ErrBadOption, key, v)
+		}
+		return 0, f, nil
+	}
+	n, err := ParseSize(v)
+	if err != nil || n < 0 {
+		return 0, 0, fmt.Errorf("%w: %s=%q: want bytes (4k, 1m, ...) or a percentage", ErrBadOption, key, v)
+	}
+	return n, 0, nil
+}
+
 // parseFileService parses file_service_type's TYPE[:N]. Errors name the
 // option and the value.
 func parseFileService(v string) (FileService, uint64, error) {
@@ -354,7 +496,7 @@ func parseFileService(v string) (FileService, uint64, error) {
 }
 
 // commandOptions are the options only the command line takes.
-var commandOptions = map[string]bool{"output-format": true}
+var commandOptions = map[string]bool{"output-format": true, "output": true}
 
 // ParseArgs parses a fio-style command line: "--key=value", "--key value"
 // or a bare "--key" for booleans. Options before the first --name are
@@ -390,12 +532,16 @@ func ParseArgs(args []string) (*Spec, error) {
 		}
 		switch {
 		case o.Key == "output-format":
-			switch o.Value {
-			case "normal", "json":
-				spec.OutputFormat = o.Value
-			default:
-				return nil, fmt.Errorf("%w: --output-format=%s (want normal or json)", ErrBadOption, o.Value)
+			if err := parseOutputFormat(o.Value); err != nil {
+				return nil, err
 			}
+			spec.OutputFormat = o.Value
+			continue
+		case o.Key == "output":
+			if o.Bare || o.Value == "" {
+				return nil, fmt.Errorf("%w: --output needs a file name", ErrBadOption)
+			}
+			spec.Output = o.Value
 			continue
 		case o.Key == "name":
 			if o.Bare || o.Value == "" {
@@ -478,7 +624,7 @@ var errUnknownOption = errors.New("unknown option")
 
 // knownKey reports whether key is an option ParseArgs accepts.
 func knownKey(key string) bool {
-	if key == "output-format" || key == "name" {
+	if commandOptions[key] || key == "name" {
 		return true
 	}
 	var probe Job
@@ -490,7 +636,8 @@ func knownKey(key string) bool {
 func takesValue(key string) bool {
 	switch key {
 	case "direct", "time_based", "fixedbufs", "registerfiles", "group_reporting", "readonly",
-		"stonewall", "wait_for_previous", "thread":
+		"stonewall", "wait_for_previous", "thread", "randrepeat", "rand_repeatable", "norandommap",
+		"write_bw_log", "write_lat_log", "write_iops_log":
 		return false
 	}
 	return true

@@ -38,7 +38,8 @@ func TestParseArgs(t *testing.T) {
 				j := mustResolve(t, s.Jobs[0])
 				want := Job{Name: "rr", Filename: "/f", Size: 2 << 30, RW: RandRead, BS: 4096, IODepth: 64, BatchSubmit: 16,
 					Direct: true, IOEngine: EngineIOUring, NumJobs: 2, Runtime: 5 * time.Second, TimeBased: true,
-					RampTime: 500 * time.Millisecond, FixedBufs: true, RegisterFiles: true, GroupReporting: true, Seed: 7, ReadOnly: true}
+					RampTime: 500 * time.Millisecond, FixedBufs: true, RegisterFiles: true, GroupReporting: true, Seed: 7, ReadOnly: true,
+					RandRepeat: true, Dist: Distribution{Center: -1}}
 				j.Global, j.Options = nil, nil
 				if !reflect.DeepEqual(j, want) {
 					t.Errorf("got  %+v\nwant %+v", j, want)
@@ -106,7 +107,21 @@ func TestParseArgsErrors(t *testing.T) {
 		{[]string{"--filename=/f", "--ioengine=libaio"}, ErrEngine, "unknown ioengine"},
 		{[]string{"--filename=/f", "--iodepth=0"}, ErrBadOption, "iodepth=0 out of range"},
 		{[]string{"--filename=/f", "--iodepth=4097"}, ErrBadOption, "iodepth=4097 out of range"},
-		{[]string{"--filename=/f", "--rw=write"}, ErrBadOption, "only read and randread"},
+		{[]string{"--filename=/f", "--rw=write"}, ErrWriteOnly, "rw=write writes or trims; pagebench only reads"},
+		{[]string{"--filename=/f", "--rw=randwrite"}, ErrWriteOnly, "rw=randwrite writes"},
+		{[]string{"--filename=/f", "--readwrite=randrw"}, ErrWriteOnly, "readwrite=randrw writes"},
+		{[]string{"--filename=/f", "--rw=rw"}, ErrWriteOnly, "pagebench only reads"},
+		{[]string{"--filename=/f", "--rw=trimwrite"}, ErrWriteOnly, "pagebench only reads"},
+		{[]string{"--filename=/f", "--verify=crc32c"}, ErrWriteOnly, "verify=crc32c checks data it wrote"},
+		{[]string{"--filename=/f", "--verify=md5"}, ErrWriteOnly, "pagebench only reads"},
+		{[]string{"--filename=/f", "--rw=readd"}, ErrBadOption, "only read and randread"},
+		{[]string{"--filename=/f", "--random_distribution=zipf:1"}, ErrBadOption, "different from 1"},
+		{[]string{"--filename=/f", "--random_distribution=pareto:1.5"}, ErrBadOption, "(0, 1)"},
+		{[]string{"--filename=/f", "--random_distribution=normal:101"}, ErrBadOption, "[0, 100]"},
+		{[]string{"--filename=/f", "--random_distribution=zoned:50/5:50/95"}, ErrBadOption, "zoned distributions are not supported"},
+		{[]string{"--filename=/f", "--offset=12%%"}, ErrBadOption, "offset="},
+		{[]string{"--filename=/f", "--offset=150%"}, ErrBadOption, "percentage in [0, 100]"},
+		{[]string{"--filename=/f", "--log_avg_msec=-1"}, ErrBadOption, "log_avg_msec"},
 		{[]string{"--filename=/f", "--bs=4q"}, ErrBadOption, "bs"},
 		{[]string{"--filename=/f", "--direct=maybe"}, ErrBadOption, "not a boolean"},
 		{[]string{"--filename=/f", "--runtime=soon"}, ErrBadOption, "time"},

@@ -223,7 +223,7 @@ func TestMultiFileSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []target{{paths[0], 16 * blk}, {missing, 16 * blk}, {paths[1], 16 * blk}}
+	want := []target{{paths[0], 16 * blk, 16 * blk}, {missing, 16 * blk, 16 * blk}, {paths[1], 16 * blk, 16 * blk}}
 	if !reflect.DeepEqual(files, want) || job.Size != 48*blk {
 		t.Errorf("files %+v size %d; want %+v, %d", files, job.Size, want, 48*blk)
 	}
@@ -507,7 +507,7 @@ func TestMultiFileSizeRemainder(t *testing.T) {
 			for i, n := range tt.want {
 				p := filepath.Join(dir, fmt.Sprintf("f%d", i))
 				paths = append(paths, p)
-				want = append(want, target{p, n})
+				want = append(want, target{p, n, n})
 				total += n
 			}
 			job := DefaultJob()

@@ -20,3 +20,5 @@ func (r *rng) below(n uint64) uint64 {
 	hi, _ := bits.Mul64(r.next(), n)
 	return hi
 }
+
+func trailingZeros(x uint64) int { return bits.TrailingZeros64(x) }

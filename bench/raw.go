@@ -58,6 +58,7 @@ type JobResult struct {
 	Slat     *Latency      // issue to submission; empty for psync and mmap
 	Lat      *Latency      // issue to completion seen by the job
 	buckets  latBuckets
+	plat     *platHist // clat in fio's buckets, for json+
 
 	BWSamples   []float64 // KiB/s, one per 500 ms
 	IOPSSamples []float64
@@ -74,7 +75,7 @@ type JobResult struct {
 }
 
 func newJobResult(name string, gid int) *JobResult {
-	return &JobResult{Name: name, GroupID: gid, Jobs: 1, Clat: NewLatency(), Slat: NewLatency(), Lat: NewLatency()}
+	return &JobResult{Name: name, GroupID: gid, Jobs: 1, Clat: NewLatency(), Slat: NewLatency(), Lat: NewLatency(), plat: new(platHist)}
 }
 
 // Merge folds clones into one result (fio's group_reporting): sums of I/O,
@@ -95,6 +96,7 @@ func Merge(name string, rs []*JobResult) *JobResult {
 		m.Slat.Merge(r.Slat)
 		m.Lat.Merge(r.Lat)
 		m.buckets.merge(&r.buckets)
+		m.plat.merge(r.plat)
 		m.UsrCPU += r.UsrCPU / float64(len(rs))
 		m.SysCPU += r.SysCPU / float64(len(rs))
 		m.Ctx += r.Ctx
@@ -135,11 +137,13 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Report, error) {
 		cfg.Stderr = io.Discard
 	}
 	rep := &Report{Start: time.Now()}
+	logIdx := 1 // fio numbers log files by job, from 1, over the whole run
 	for gid := range cfg.Jobs {
 		if ctx.Err() != nil {
 			break
 		}
-		g, err := runGroup(ctx, &cfg, gid, cfg.Jobs[gid])
+		g, err := runGroup(ctx, &cfg, gid, cfg.Jobs[gid], logIdx)
+		logIdx += cfg.Jobs[gid].NumJobs
 		if err != nil {
 			return rep, fmt.Errorf("job %s: %w", cfg.Jobs[gid].Name, err)
 		}
@@ -151,7 +155,7 @@ func RunRaw(ctx context.Context, cfg RawConfig) (*Report, error) {
 // sampleEvery is fio's default bandwidth/IOPS averaging interval.
 const sampleEvery = 500 * time.Millisecond
 
-func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResult, error) {
+func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job, logIdx int) (*GroupResult, error) {
 	files, align, err := prepareFiles(&job, cfg.Stderr)
 	if err != nil {
 		return nil, err
@@ -163,6 +167,16 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 	ws := make([]*worker, job.NumJobs)
 	for i := range ws {
 		ws[i] = newWorker(&job, gid, i, files, align, base, cfg)
+		logs, err := openIOLogs(&job, logIdx+i)
+		if err != nil {
+			for _, w := range ws[:i] {
+				if w.logs != nil {
+					w.logs.close()
+				}
+			}
+			return nil, err
+		}
+		ws[i].logs = logs
 	}
 
 	// begun: every clone issued its first read (or gave up); ended: every
@@ -230,6 +244,11 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job) (*GroupResu
 	for _, w := range ws {
 		if w.err != nil {
 			errs = append(errs, w.err)
+		}
+		if w.logs != nil {
+			if err := w.logs.close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		r := w.res
 		if window > 0 {
@@ -329,11 +348,28 @@ func progress(job *Job, elapsed time.Duration, bytes int64, clones int) (float64
 	return pct, eta.Round(time.Second)
 }
 
-// target is one file of a job, prepared: its path and the span of it that
-// is read, [0, size).
+// target is one file of a job, prepared: its path, the bytes of the span
+// each clone reads (from its own offset, see cloneOffset), and the bytes
+// the file holds.
 type target struct {
-	path string
-	size int64
+	path     string
+	size     int64
+	fileSize int64
+}
+
+// cloneOffset is where clone k of job starts in a file of fileSize bytes:
+// offset + k·offset_increment, percentages taken of the file and rounded
+// down to bs (fio's get_start_offset with offset_align's default).
+func cloneOffset(job *Job, k int, fileSize int64) int64 {
+	off, inc := job.Offset, job.OffsetIncrement
+	bs := int64(max(job.BS, 1))
+	if job.OffsetPct > 0 {
+		off = int64(float64(fileSize)*job.OffsetPct/100) / bs * bs
+	}
+	if job.OffsetIncrementPct > 0 {
+		inc = int64(float64(fileSize)*job.OffsetIncrementPct/100) / bs * bs
+	}
+	return off + int64(k)*inc
 }
 
 // prepareFiles prepares every file of job.Filename, in order: a missing
@@ -367,9 +403,29 @@ func prepareFiles(job *Job, stderr io.Writer) ([]target, int, error) {
 		if int64(i) < extra {
 			want += int64(job.BS)
 		}
-		size, err := prepareTarget(path, want, job, stderr)
+		// The last clone's offset, for an absolute offset; a percentage
+		// is of the file as it is (or as --size lays it out).
+		lastOff := int64(0)
+		if want > 0 && job.OffsetPct == 0 && job.OffsetIncrementPct == 0 {
+			lastOff = cloneOffset(job, job.NumJobs-1, 0)
+		}
+		fileSize, err := prepareTarget(path, want+lastOff, job, stderr)
 		if err != nil {
 			return nil, 0, err
+		}
+		size := fileSize - lastOff
+		if want > 0 {
+			size = want
+		}
+		if job.OffsetPct > 0 || job.OffsetIncrementPct > 0 || want == 0 {
+			st, err := os.Stat(path)
+			if err == nil && st.Mode().IsRegular() {
+				fileSize = max(fileSize, st.Size())
+			}
+			size = fileSize - cloneOffset(job, job.NumJobs-1, fileSize)
+			if want > 0 {
+				size = min(want, size)
+			}
 		}
 		if size < int64(job.BS) {
 			return nil, 0, &Error{Op: "open", Path: path, Off: -1,
@@ -386,8 +442,14 @@ func prepareFiles(job *Job, stderr io.Writer) ([]target, int, error) {
 						ErrAlignment, job.BS, a, how, a)}
 			}
 			align = max(align, a)
+			for k := range job.NumJobs {
+				if off := cloneOffset(job, k, fileSize); off%int64(a) != 0 {
+					return nil, 0, &Error{Op: "open", Path: path, Off: off,
+						Err: fmt.Errorf("%w: clone %d starts at offset %d, not a multiple of the %d-byte O_DIRECT alignment (%s)", ErrAlignment, k, off, a, how)}
+				}
+			}
 		}
-		ts[i] = target{path: path, size: size}
+		ts[i] = target{path: path, size: size, fileSize: fileSize}
 		total += size
 	}
 	job.Size = total

@@ -297,7 +297,7 @@ func newBuf() *bytes.Buffer { return new(bytes.Buffer) }
 func TestWorkerRampAndLimits(t *testing.T) {
 	job := DefaultJob()
 	job.Name, job.Filename, job.RW, job.RampTime = "w", "/f", RandRead, time.Microsecond
-	w := newWorker(&job, 0, 0, []target{{"/f", 16 * blk}}, 1, time.Now(), &RawConfig{})
+	w := newWorker(&job, 0, 0, []target{{"/f", 16 * blk, 16 * blk}}, 1, time.Now(), &RawConfig{})
 	p := make([]byte, blk)
 	// During ramp_time nothing is recorded and nothing counts to the limit.
 	if w.complete(500, "/f", 0, p, 10, -1, 10) || w.res.IOs != 0 {
@@ -332,7 +332,7 @@ func TestWorkerRampAndLimits(t *testing.T) {
 	}
 	// Time based: stops at ramp + runtime.
 	job.TimeBased, job.Runtime = true, time.Microsecond
-	w = newWorker(&job, 0, 0, []target{{"/f", 16 * blk}}, 1, time.Now(), &RawConfig{})
+	w = newWorker(&job, 0, 0, []target{{"/f", 16 * blk, 16 * blk}}, 1, time.Now(), &RawConfig{})
 	if _, _, ok := w.next(1500); !ok {
 		t.Error("stopped before ramp+runtime")
 	}
@@ -342,7 +342,7 @@ func TestWorkerRampAndLimits(t *testing.T) {
 	// Sequential wraps around.
 	job = DefaultJob()
 	job.TimeBased, job.Runtime = true, time.Hour
-	w = newWorker(&job, 0, 0, []target{{"/f", 3 * blk}}, 1, time.Now(), &RawConfig{})
+	w = newWorker(&job, 0, 0, []target{{"/f", 3 * blk, 3 * blk}}, 1, time.Now(), &RawConfig{})
 	var offs []int64
 	for range 5 {
 		_, off, _ := w.next(0)

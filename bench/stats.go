@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"math"
+	"math/bits"
+	"strconv"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -121,6 +123,65 @@ var (
 	latEdgesNsUs = []int64{2, 4, 10, 20, 50, 100, 250, 500, 750, 1000}
 	latEdgesMs   = []int64{2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000}
 )
+
+// fio's clat histogram (stat.h): 29 groups of 64 buckets; values below
+// 128 have a bucket each, then each power of two splits into 64.
+const (
+	platBits  = 6
+	platVal   = 1 << platBits
+	platGroup = 29
+	platNR    = platGroup * platVal
+)
+
+// platHist counts latencies in ns into fio's buckets, the "bins" of
+// --output-format=json+. Add does not allocate.
+type platHist [platNR]int64
+
+// platIndex is fio's plat_val_to_idx.
+func platIndex(v uint64) int {
+	msb := 0
+	if v > 0 {
+		msb = bits.Len64(v) - 1
+	}
+	if msb <= platBits {
+		return int(v)
+	}
+	errBits := msb - platBits
+	base := (errBits + 1) << platBits
+	off := int((platVal - 1) & (v >> errBits))
+	return min(base+off, platNR-1)
+}
+
+// platValue is fio's plat_idx_to_val: the middle of bucket i, the key
+// fio writes for it.
+func platValue(i int) uint64 {
+	if i < platVal<<1 {
+		return uint64(i)
+	}
+	errBits := (i >> platBits) - 1
+	base := uint64(1) << (errBits + platBits)
+	k := uint64(i % platVal)
+	return base + uint64((float64(k)+0.5)*float64(uint64(1)<<errBits))
+}
+
+func (h *platHist) add(ns int64) { h[platIndex(uint64(max(ns, 0)))]++ }
+
+func (h *platHist) merge(o *platHist) {
+	for i := range h {
+		h[i] += o[i]
+	}
+}
+
+// bins returns the non-empty buckets keyed by platValue, as fio's json+.
+func (h *platHist) bins() map[string]int64 {
+	m := map[string]int64{}
+	for i, n := range h {
+		if n > 0 {
+			m[strconv.FormatUint(platValue(i), 10)] = n
+		}
+	}
+	return m
+}
 
 // latBuckets counts completion latencies (clat, as fio does) into fio's
 // buckets: 10 ns, 10 us and 12 ms buckets (the last is ">=2000").

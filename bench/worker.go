@@ -75,6 +75,10 @@ type worker struct {
 
 	// io_uring
 	inflight atomic.Int64 // reads submitted and not yet released
+	logs     *ioLogs // fio-format logs; nil when the job writes none
+	q        *engine.Queue
+	low      int // iodepth_low; IODepth when the queue is kept full
+	refills  []engine.Request
 }
 
 // wfile is one file of a worker: its span in whole blocks, where it is in
@@ -84,6 +88,9 @@ type wfile struct {
 	nblocks uint64       // bs blocks in the span; reads stay in [0, nblocks*bs)
 	seq     uint64       // next sequential block
 	left    uint64       // reads left in this pass
+	base    int64        // the clone's offset in the file (offset, offset_increment)
+	dist    *sampler     // non-uniform random_distribution; nil: uniform
+	rmap    *randomMap   // uniform randread without norandommap; nil: draws repeat
 	ef      *engine.File // io_uring
 	fd      int          // psync
 	m       []byte       // mmap: the span, mapped
@@ -95,7 +102,7 @@ func newWorker(job *Job, gid, clone int, files []target, align int, base time.Ti
 		measureNs: int64(job.RampTime),
 		files:     make([]wfile, len(files)),
 		active:    make([]int32, 0, len(files)),
-		rnd:       rng{s: job.Seed + uint64(clone)*0x9e3779b97f4a7c15},
+		rnd:       rng{s: jobSeed(job) + uint64(clone)*0x9e3779b97f4a7c15},
 		service:   job.FileService,
 		serveNr:   max(job.FileServiceNr, 1),
 		cur:       -1,
@@ -110,6 +117,15 @@ func newWorker(job *Job, gid, clone int, files []target, align int, base time.Ti
 	for i, t := range files {
 		f := &w.files[i]
 		f.path, f.nblocks, f.fd = t.path, uint64(t.size/int64(job.BS)), -1
+		f.base = cloneOffset(job, clone, t.fileSize)
+		if job.RW == RandRead && f.nblocks > 0 {
+			switch {
+			case job.Dist.Kind != DistRandom:
+				f.dist = newSampler(job.Dist, f.nblocks, &w.rnd)
+			case !job.NoRandomMap:
+				f.rmap = newRandomMap(f.nblocks)
+			}
+		}
 		if job.RW == Read && clone > 0 {
 			// Clones of a sequential job start spread over each file, as
 			// separate fio jobs on one file would overlap otherwise anyway.
@@ -158,14 +174,30 @@ func (w *worker) next(now int64) (int, int64, bool) {
 	f := &w.files[i]
 	var blk uint64
 	if w.job.RW == RandRead {
-		blk = w.rnd.below(f.nblocks)
+		switch {
+		case f.dist != nil:
+			blk = f.dist.next(&w.rnd)
+		case f.rmap != nil:
+			blk = f.rmap.take(w.rnd.below(f.nblocks))
+		default:
+			blk = w.rnd.below(f.nblocks)
+		}
 	} else {
 		blk = f.seq
 		if f.seq++; f.seq >= f.nblocks {
 			f.seq = 0
 		}
 	}
-	return i, int64(blk) * int64(w.job.BS), true
+	return i, f.base + int64(blk)*int64(w.job.BS), true
+}
+
+// jobSeed is the seed of job's generators: Seed (randseed), or with
+// randrepeat=0 a new one each run, from the clock.
+func jobSeed(job *Job) uint64 {
+	if job.RandRepeat {
+		return job.Seed
+	}
+	return job.Seed ^ uint64(time.Now().UnixNano())
 }
 
 // pick returns the file of the next read, as fio's get_next_file: the
@@ -243,6 +275,10 @@ func (w *worker) complete(now int64, path string, off int64, p []byte, clat, sla
 	}
 	r.Lat.Record(lat)
 	r.buckets.add(clat)
+	r.plat.add(clat)
+	if w.logs != nil {
+		w.logs.add(now-w.measureNs, int64(len(p)), clat, slat, lat)
+	}
 	w.bytes.Store(r.IOBytes)
 	w.ios.Store(r.IOs)
 	w.lastNs = now
@@ -475,7 +511,9 @@ func (w *worker) runUring() {
 		Workers:       1,
 		QueueDepth:    w.job.IODepth,
 		SlotSize:      w.job.BS + max(w.align, 4096), // room to read an aligned superset
-		BatchSubmit:   w.job.BatchSubmit,
+		BatchSubmit:      w.job.BatchSubmit,
+		BatchComplete:    w.job.BatchCompleteMin,
+		BatchCompleteMax: w.job.BatchCompleteMax,
 		Direct:        tristate(w.job.Direct),
 		FixedBuffers:  fixed,
 		HugePages:     huge,
@@ -515,7 +553,13 @@ func (w *worker) runUring() {
 		}
 	}
 	q := eng.NewQueue(engine.QueueOptions{Handler: w.handle})
+	w.q = q
+	w.low = w.job.IODepth
+	if l := w.job.IODepthLow; l > 0 && l < w.job.IODepth {
+		w.low = l
+	}
 	reqs := make([]engine.Request, 0, w.job.IODepth)
+	w.refills = make([]engine.Request, 0, w.job.IODepth)
 	w.begin()
 	for range w.job.IODepth {
 		now := w.now()
@@ -569,6 +613,16 @@ func (w *worker) handle(c *engine.Completion) {
 			}
 		}
 	}
+	if !w.stopping && w.low < w.job.IODepth {
+		// iodepth_low: let the queue drain to low reads in flight (this
+		// one counted until it is released), then fill it up again.
+		if w.inflight.Load() > int64(w.low)+1 {
+			c.Release()
+			w.inflight.Add(-1)
+			return
+		}
+		w.refill(c, w.job.IODepth-int(w.inflight.Load()))
+	}
 	if !w.stopping {
 		t := w.now()
 		if i, off, ok := w.next(t); ok {
@@ -584,6 +638,34 @@ func (w *worker) handle(c *engine.Completion) {
 	c.Release()
 	if w.inflight.Add(-1) == 0 {
 		w.lastNs = max(w.lastNs, now)
+		w.finish()
+	}
+}
+
+// refill submits up to n new reads besides the one c's slot will take,
+// from the handler (iodepth_low): their slots were released, so Submit
+// finds them free and does not block.
+func (w *worker) refill(c *engine.Completion, n int) {
+	reqs := w.refills[:0]
+	for range n {
+		t := w.now()
+		i, off, ok := w.next(t)
+		if !ok {
+			break
+		}
+		reqs = append(reqs, engine.Request{File: w.files[i].ef, Off: off, Len: w.job.BS, Tag: uint64(t), Worker: -1})
+	}
+	w.refills = reqs
+	if len(reqs) == 0 {
+		return
+	}
+	w.inflight.Add(int64(len(reqs)))
+	if err := w.q.Submit(context.Background(), reqs); err != nil {
+		path := w.job.Filename
+		if c.File != nil {
+			path = c.File.Path()
+		}
+		w.fail("submit", path, -1, err)
 		w.finish()
 	}
 }

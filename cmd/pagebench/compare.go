@@ -25,6 +25,8 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Dir, "dir", "", "directory for the test file (default $TMPDIR)")
 	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary")
 	only := fs.String("case", "", "run only the cases whose name contains this")
+	fs.IntVar(&cfg.BestBatch, "best-batch", 16, "N of --iodepth_batch_submit=N in the best settings")
+	mode := fs.String("mode", "", "defaults or best: run only that comparison (default both)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("--compare-fio: %v", err)
 	}
@@ -47,6 +49,13 @@ func runCompare(args []string, stdout, stderr io.Writer) error {
 		if len(cfg.Cases) == 0 {
 			return fmt.Errorf("--compare-fio: no case matches --case=%q", *only)
 		}
+	}
+	switch *mode {
+	case "":
+	case bench.ModeDefaults, bench.ModeBest:
+		cfg.Modes = []string{*mode}
+	default:
+		return fmt.Errorf("--compare-fio: --mode=%q (want defaults or best)", *mode)
 	}
 	cfg.Stderr = stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

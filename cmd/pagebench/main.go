@@ -7,7 +7,7 @@
 //	pagebench --name=ds --filename=/data/part-0.parquet:/data/part-1.parquet \
 //	    --rw=randread --bs=64k --ioengine=io_uring --iodepth=32 --direct=1 --runtime=5 --time_based
 //	pagebench --output-format=json job.fio
-//	pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size 2g] [--case psync]
+//	pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size 2g] [--case psync] [--mode defaults|best] [--best-batch N]
 //
 // Differences from fio, on purpose and small:
 //   - Job sections run one after another, each its own group, as if every
@@ -46,12 +46,18 @@ func main() {
 const usage = `usage: pagebench [fio options] [job.fio ...]
        pagebench --parquet=PATH_OR_GLOB [--column --shuffle --fetch --batch --iodepth --runtime|--loops ...]
        pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size SIZE] [--fio PATH] [--case SUBSTR]
+                           [--mode defaults|best] [--best-batch N]
 fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
   --iomem=malloc|mmap|shm|mmaphuge|shmhuge (huge: transparent huge pages)
-  --group_reporting --readonly --output-format=normal|json --seed
-  --file_service_type=roundrobin|sequential|random[:N]
+  --group_reporting --readonly --seed|--randseed --randrepeat --norandommap
+  --iodepth_batch_complete_min --iodepth_batch_complete_max --iodepth_low
+  --offset --offset_increment (bytes or N%) --file_service_type=roundrobin|sequential|random[:N]
+  --random_distribution=random|zipf:θ|pareto:h|normal:σ[:center]
+  --write_bw_log --write_lat_log --write_iops_log [=PREFIX] --log_avg_msec
+  --output=FILE --output-format=normal|json|json+ (or a comma-separated list)
+Write workloads (rw=write, randwrite, rw, randrw, trim*, verify=...) are refused.
 --filename takes one file or, as in fio, a colon-separated list (a:b:c, \: for
   a colon in a name): reads go to the files as --file_service_type says (by
   default in turn, fio's roundrobin; sequential keeps to a file until its
@@ -109,10 +115,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if spec.OutputFormat == "json" {
-		return rep.WriteJSON(stdout)
+	if spec.Output == "" {
+		return rep.Write(stdout, spec.Formats())
 	}
-	return rep.WriteNormal(stdout)
+	f, err := os.Create(spec.Output)
+	if err != nil {
+		return fmt.Errorf("--output: %w", err)
+	}
+	if err := rep.Write(f, spec.Formats()); err != nil {
+		f.Close()
+		return fmt.Errorf("--output %s: %w", spec.Output, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--output %s: %w", spec.Output, err)
+	}
+	return nil
 }
 
 // isTerminal reports whether f is a terminal (TCGETS succeeds).
