@@ -75,7 +75,7 @@ type worker struct {
 
 	// io_uring
 	inflight atomic.Int64 // reads submitted and not yet released
-	logs     *ioLogs // fio-format logs; nil when the job writes none
+	logs     *ioLogs      // fio-format logs; nil when the job writes none
 	q        *engine.Queue
 	low      int // iodepth_low; IODepth when the queue is kept full
 	refills  []engine.Request
@@ -507,19 +507,19 @@ func (w *worker) runUring() {
 		huge = engine.On
 	}
 	eng, err := engine.New(engine.Options{
-		Kind:          engine.IOUring,
-		Workers:       1,
-		QueueDepth:    w.job.IODepth,
-		SlotSize:      w.job.BS + max(w.align, 4096), // room to read an aligned superset
+		Kind:             engine.IOUring,
+		Workers:          1,
+		QueueDepth:       w.job.IODepth,
+		SlotSize:         w.job.BS + max(w.align, 4096), // room to read an aligned superset
 		BatchSubmit:      w.job.BatchSubmit,
 		BatchComplete:    w.job.BatchCompleteMin,
 		BatchCompleteMax: w.job.BatchCompleteMax,
-		Direct:        tristate(w.job.Direct),
-		FixedBuffers:  fixed,
-		HugePages:     huge,
-		RegisterFiles: w.job.RegisterFiles,
-		Timestamps:    true,
-		Logf:          w.notice,
+		Direct:           tristate(w.job.Direct),
+		FixedBuffers:     fixed,
+		HugePages:        huge,
+		RegisterFiles:    w.job.RegisterFiles,
+		Timestamps:       true,
+		Logf:             w.notice,
 	})
 	if err != nil {
 		w.fail("setup", w.job.Filename, -1, fmt.Errorf("%w: io_uring: %v", ErrEngine, err))
