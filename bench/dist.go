@@ -13,9 +13,9 @@ type DistKind int
 
 const (
 	DistRandom DistKind = iota // uniform (fio's default, "random")
-	DistZipf                   // zipf:θ, θ > 0 and ≠ 1 (fio's default θ 1.1)
+	DistZipf                   // zipf:θ, θ ≠ 1 (fio's default θ 1.1; θ 0 is uniform)
 	DistPareto                 // pareto:h, 0 < h < 1 (fio's default h 0.2)
-	DistNormal                 // normal:σ, σ in [0, 100] percent of the blocks (default 0)
+	DistNormal                 // normal:σ, σ in [0, 100) percent of the blocks (default 0)
 )
 
 func (k DistKind) String() string {
@@ -46,10 +46,7 @@ func ParseDistribution(v string) (Distribution, error) {
 	}
 	switch parts[0] {
 	case "random":
-		if len(parts) > 1 {
-			return bad("random takes no value")
-		}
-		return d, nil
+		return d, nil // fio ignores a value here
 	case "zipf":
 		d.Kind, d.Param = DistZipf, 1.1
 	case "pareto":
@@ -72,12 +69,12 @@ func ParseDistribution(v string) (Distribution, error) {
 		d.Param = p
 	}
 	switch {
-	case d.Kind == DistZipf && (d.Param <= 0 || d.Param == 1):
-		return bad("zipf θ must be > 0 and different from 1")
+	case d.Kind == DistZipf && d.Param == 1:
+		return bad("zipf θ must be different from 1")
 	case d.Kind == DistPareto && (d.Param <= 0 || d.Param >= 1):
 		return bad("pareto h must be in (0, 1)")
-	case d.Kind == DistNormal && (d.Param < 0 || d.Param > 100):
-		return bad("normal σ must be in [0, 100] (percent of the blocks)")
+	case d.Kind == DistNormal && (d.Param < 0 || d.Param >= 100):
+		return bad("normal σ must be in [0, 100) (percent of the blocks)")
 	}
 	if len(parts) > 2 {
 		c, err := strconv.ParseFloat(parts[2], 64)

@@ -349,6 +349,9 @@ func (j *Job) Set(o Option) error {
 			j.Dist, err = ParseDistribution(v)
 		}
 	case "write_bw_log", "write_lat_log", "write_iops_log":
+		if !o.Bare && v == "" {
+			return fmt.Errorf("%w: %s= needs a file name prefix (bare, in a job file, it takes the job name)", ErrBadOption, key)
+		}
 		prefix := v
 		if prefix == "" {
 			prefix = j.Name
@@ -636,8 +639,7 @@ func knownKey(key string) bool {
 func takesValue(key string) bool {
 	switch key {
 	case "direct", "time_based", "fixedbufs", "registerfiles", "group_reporting", "readonly",
-		"stonewall", "wait_for_previous", "thread", "randrepeat", "rand_repeatable", "norandommap",
-		"write_bw_log", "write_lat_log", "write_iops_log":
+		"stonewall", "wait_for_previous", "thread", "randrepeat", "rand_repeatable", "norandommap":
 		return false
 	}
 	return true
