@@ -35,8 +35,8 @@ type ParquetConfig struct {
 	Name     string
 	Paths    []string // files, directories or globs
 	Column   string   // default: the first leaf column
-	Shuffle  string   // page|row|rowgroup|stream|none; default page
-	Fetch    string   // unordered|ordered; default unordered
+	Shuffle  rinas.Shuffle // default (zero) page
+	Fetch    rinas.Fetch   // default (zero) unordered
 	Batch    int      // pages per batch; default 64
 	Rows     int      // rows per batch (row batches); 0 = page batches
 	Buffer   int      // shuffle buffer rows
@@ -45,12 +45,12 @@ type ParquetConfig struct {
 	Workers  int      // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
 	// IOEngine is io_uring (default), psync (the engine's pread pool) or
 	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
-	IOEngine string
+	IOEngine ParquetIO
 	// Engine is pagefeed (default), arrowgo (baseline: arrow-go's pqarrow
 	// reading whole random row groups: chunk-granular I/O) or decode (the
 	// codec alone: pages preloaded in memory, decoded on every core — the
 	// ceiling a decode-bound loader is measured against).
-	Engine   string
+	Engine ParquetEngine
 	Direct   bool // O_DIRECT (io_uring and psync); default on via NoDirect
 	Buffered bool // turn O_DIRECT off
 	// Pin places the engine workers on the cores of this local rank's GPU
@@ -71,18 +71,70 @@ type ParquetConfig struct {
 	Logf      func(format string, args ...any)
 }
 
+// ParquetIO is how a Parquet-mode run reads: ParquetIOUring (the zero
+// value), ParquetPsync or ParquetMmap.
+type ParquetIO int
+
+const (
+	ParquetIOUring ParquetIO = iota // the engine's io_uring rings
+	ParquetPsync                    // the engine's pread pool
+	ParquetMmap                     // pages copied out of mmap'd files
+)
+
+var parquetIONames = [...]string{EngineIOUring, EnginePsync, EngineMmap}
+
+func (k ParquetIO) String() string {
+	if k >= 0 && int(k) < len(parquetIONames) {
+		return parquetIONames[k]
+	}
+	return fmt.Sprintf("ParquetIO(%d)", int(k))
+}
+
+// ParseParquetIO parses an --ioengine name of Parquet mode.
+func ParseParquetIO(s string) (ParquetIO, error) {
+	for i, n := range parquetIONames {
+		if s == n {
+			return ParquetIO(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, s)
+}
+
+// ParquetEngine is what a Parquet-mode run measures: the loader
+// (ParquetPagefeed, the zero value) or a baseline.
+type ParquetEngine int
+
+const (
+	ParquetPagefeed ParquetEngine = iota // the pagefeed loader
+	ParquetArrowGo                       // arrow-go's pqarrow, whole row groups
+	ParquetDecode                        // the codec alone on preloaded pages
+)
+
+var parquetEngineNames = [...]string{"pagefeed", "arrowgo", "decode"}
+
+func (e ParquetEngine) String() string {
+	if e >= 0 && int(e) < len(parquetEngineNames) {
+		return parquetEngineNames[e]
+	}
+	return fmt.Sprintf("ParquetEngine(%d)", int(e))
+}
+
+// ParseParquetEngine parses an --engine name.
+func ParseParquetEngine(s string) (ParquetEngine, error) {
+	for i, n := range parquetEngineNames {
+		if s == n {
+			return ParquetEngine(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: engine %q (want pagefeed, arrowgo or decode)", ErrBadOption, s)
+}
+
 func (c *ParquetConfig) fill() error {
 	if len(c.Paths) == 0 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: no --parquet path", ErrBadOption)}
 	}
 	if c.Name == "" {
 		c.Name = "parquet"
-	}
-	if c.Shuffle == "" {
-		c.Shuffle = "page"
-	}
-	if c.Fetch == "" {
-		c.Fetch = "unordered"
 	}
 	if c.Batch == 0 {
 		c.Batch = 64
@@ -93,19 +145,17 @@ func (c *ParquetConfig) fill() error {
 	if c.IODepth < 1 || c.IODepth > 4096 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: iodepth %d (want 1..4096)", ErrBadOption, c.IODepth)}
 	}
-	if c.IOEngine == "" {
-		c.IOEngine = "io_uring"
+	if c.IOEngine < ParquetIOUring || c.IOEngine > ParquetMmap {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: %v", ErrBadOption, c.IOEngine)}
 	}
-	switch c.IOEngine {
-	case "io_uring", "psync", "mmap":
-	default:
-		return &Error{Op: "parquet", Err: fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, c.IOEngine)}
+	if c.Engine < ParquetPagefeed || c.Engine > ParquetDecode {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: %v", ErrBadOption, c.Engine)}
 	}
-	if c.Engine == "" {
-		c.Engine = "pagefeed"
+	if c.Shuffle < rinas.ShufflePage || c.Shuffle > rinas.ShuffleNone {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: %v", ErrBadOption, c.Shuffle)}
 	}
-	if c.Engine != "pagefeed" && c.Engine != "arrowgo" && c.Engine != "decode" {
-		return &Error{Op: "parquet", Err: fmt.Errorf("%w: engine %q (want pagefeed, arrowgo or decode)", ErrBadOption, c.Engine)}
+	if c.Fetch != rinas.Unordered && c.Fetch != rinas.Ordered {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: fetch %d", ErrBadOption, int(c.Fetch))}
 	}
 	if c.Runtime <= 0 && c.Loops <= 0 {
 		c.Loops = 1
@@ -115,12 +165,6 @@ func (c *ParquetConfig) fill() error {
 	}
 	if c.Logf == nil {
 		c.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "pagebench: "+format+"\n", args...) }
-	}
-	if _, err := rinas.ParseShuffle(c.Shuffle); err != nil {
-		return &Error{Op: "parquet", Err: err}
-	}
-	if _, err := rinas.ParseFetch(c.Fetch); err != nil {
-		return &Error{Op: "parquet", Err: err}
 	}
 	return nil
 }
@@ -230,11 +274,11 @@ func RunParquet(ctx context.Context, cfg ParquetConfig, progress func(pages int6
 	ru0 := rusage()
 	start := time.Now()
 	switch {
-	case cfg.Engine == "arrowgo":
+	case cfg.Engine == ParquetArrowGo:
 		err = runArrowGo(ctx, cfg, files, res, dump, progress)
-	case cfg.Engine == "decode":
+	case cfg.Engine == ParquetDecode:
 		err = runDecodeOnly(ctx, cfg, files, res)
-	case cfg.IOEngine == "mmap":
+	case cfg.IOEngine == ParquetMmap:
 		err = runMmap(ctx, cfg, files, res, dump, progress)
 	default:
 		err = runLoader(ctx, cfg, files, res, dump, progress)
@@ -270,14 +314,13 @@ func deadline(cfg *ParquetConfig, start time.Time) bool {
 }
 
 func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
-	sh, _ := rinas.ParseShuffle(cfg.Shuffle)
-	fe, _ := rinas.ParseFetch(cfg.Fetch)
+	sh, fe := cfg.Shuffle, cfg.Fetch
 	epochs := cfg.Loops
 	if epochs <= 0 {
 		epochs = 1 << 30 // runtime-bounded
 	}
 	kind := engine.IOUring
-	if cfg.IOEngine == "psync" {
+	if cfg.IOEngine == ParquetPsync {
 		kind = engine.Pread
 	}
 	direct := engine.On
@@ -512,7 +555,7 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 	// any other shuffle is served page by page, and arrow-go can only read
 	// the whole row group holding the page (chunk-granular I/O), keeping
 	// the page's rows: the YOUMU comparison.
-	perPage := cfg.Shuffle != "rowgroup"
+	perPage := cfg.Shuffle != rinas.ShuffleRowGroup
 	n := uint64(ix.NumChunks())
 	if perPage {
 		n = uint64(ix.NumPages(0))
@@ -630,8 +673,8 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		FioJob: FioJob{
 			JobName: cfg.Name,
 			JobOptions: map[string]string{
-				"parquet": strings.Join(cfg.Paths, ":"), "column": cfg.Column, "shuffle": cfg.Shuffle, "fetch": cfg.Fetch,
-				"batch": strconv.Itoa(cfg.Batch), "iodepth": strconv.Itoa(cfg.IODepth), "ioengine": cfg.IOEngine, "engine": cfg.Engine,
+				"parquet": strings.Join(cfg.Paths, ":"), "column": cfg.Column, "shuffle": cfg.Shuffle.String(), "fetch": cfg.Fetch.String(),
+				"batch": strconv.Itoa(cfg.Batch), "iodepth": strconv.Itoa(cfg.IODepth), "ioengine": cfg.IOEngine.String(), "engine": cfg.Engine.String(),
 			},
 			Read: FioIO{
 				IOBytes: r.DiskBytes, IOKBytes: r.DiskBytes >> 10, BWBytes: int64(float64(r.DiskBytes) / secs),
@@ -644,7 +687,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		},
 		Pages: r.Pages, Rows: r.Rows, RowsPerSec: float64(r.Rows) / secs, Batches: r.Batches, PageBytes: pageBytes, DecodedBytes: r.DecodedBytes,
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
-		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
+		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle.String(), Fetch: cfg.Fetch.String(), IOEngine: cfg.IOEngine.String(), Engine: cfg.Engine.String(),
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
 	}
 	if st := r.EngineStats; st != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pagefeed/pagefeed/rinas"
 )
 
 // ParquetCase is one configuration of a Parquet comparison.
@@ -20,13 +22,13 @@ type ParquetCase struct {
 // shuffle buffer, arrow-go reading whole row groups, and page-cache reads
 // through mmap.
 var DefaultParquetCases = []ParquetCase{
-	{"page shuffle, unordered (pagefeed)", "unordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = "page", "unordered" }},
-	{"page shuffle, ordered (map-style)", "ordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = "page", "ordered" }},
-	{"stream + 8192-row buffer", "stream+buf", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows, c.Buffer = "stream", "unordered", 1024, 8192 }},
-	{"row-group shuffle (Reimu, pagefeed)", "rowgroup", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows = "rowgroup", "unordered", 1024 }},
-	{"page shuffle via arrow-go (row-group reads)", "arrow-go", func(c *ParquetConfig) { c.Shuffle, c.Engine = "page", "arrowgo" }},
-	{"page shuffle, mmap (page cache)", "mmap", func(c *ParquetConfig) { c.Shuffle, c.IOEngine = "page", "mmap" }},
-	{"decode only (pages in memory, all cores)", "decode only", func(c *ParquetConfig) { c.Engine = "decode" }},
+	{"page shuffle, unordered (pagefeed)", "unordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = rinas.ShufflePage, rinas.Unordered }},
+	{"page shuffle, ordered (map-style)", "ordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = rinas.ShufflePage, rinas.Ordered }},
+	{"stream + 8192-row buffer", "stream+buf", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows, c.Buffer = rinas.ShuffleStream, rinas.Unordered, 1024, 8192 }},
+	{"row-group shuffle (Reimu, pagefeed)", "rowgroup", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows = rinas.ShuffleRowGroup, rinas.Unordered, 1024 }},
+	{"page shuffle via arrow-go (row-group reads)", "arrow-go", func(c *ParquetConfig) { c.Shuffle, c.Engine = rinas.ShufflePage, ParquetArrowGo }},
+	{"page shuffle, mmap (page cache)", "mmap", func(c *ParquetConfig) { c.Shuffle, c.IOEngine = rinas.ShufflePage, ParquetMmap }},
+	{"decode only (pages in memory, all cores)", "decode only", func(c *ParquetConfig) { c.Engine = ParquetDecode }},
 }
 
 // ParquetCompareConfig runs each case for Runtime, Rounds times, alternating.

@@ -1,6 +1,9 @@
 package bench
 
 import (
+	"errors"
+	"github.com/pagefeed/pagefeed/rinas"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -29,15 +32,15 @@ func TestRunParquetModes(t *testing.T) {
 	dir, rows := genParquet(t)
 	quiet := func(string, ...any) {}
 	for _, tc := range []ParquetConfig{
-		{Shuffle: "page", Fetch: "unordered"},
-		{Shuffle: "page", Fetch: "ordered"},
-		{Shuffle: "stream", Rows: 100},
-		{Shuffle: "row", Rows: 50, Batch: 32},
-		{Shuffle: "page", IOEngine: "psync"},
-		{Shuffle: "page", IOEngine: "mmap"},
-		{Shuffle: "page", Engine: "arrowgo"},
+		{Shuffle: rinas.ShufflePage, Fetch: rinas.Unordered},
+		{Shuffle: rinas.ShufflePage, Fetch: rinas.Ordered},
+		{Shuffle: rinas.ShuffleStream, Rows: 100},
+		{Shuffle: rinas.ShuffleRow, Rows: 50, Batch: 32},
+		{Shuffle: rinas.ShufflePage, IOEngine: ParquetPsync},
+		{Shuffle: rinas.ShufflePage, IOEngine: ParquetMmap},
+		{Shuffle: rinas.ShufflePage, Engine: ParquetArrowGo},
 	} {
-		name := tc.Shuffle + "/" + tc.Fetch + "/" + tc.IOEngine + "/" + tc.Engine
+		name := tc.Shuffle.String() + "/" + tc.Fetch.String() + "/" + tc.IOEngine.String() + "/" + tc.Engine.String()
 		t.Run(name, func(t *testing.T) {
 			cfg := tc
 			cfg.Paths = []string{filepath.Join(dir, "*.parquet")}
@@ -119,13 +122,13 @@ func TestRunParquetModes(t *testing.T) {
 			}
 			// Engine counters: only where pagefeed's io_uring engine reads
 			// the pages, and then one reap per page read at least.
-			uring := strings.HasPrefix(res.EngineInfo, "io_uring") && cfg.Engine != "arrowgo"
+			uring := strings.HasPrefix(res.EngineInfo, "io_uring") && cfg.Engine != ParquetArrowGo
 			switch {
 			case !uring && j.Engine != nil:
 				t.Fatalf("engine_stats without an io_uring engine (%q): %s", res.EngineInfo, buf.String())
 			case uring && j.Engine == nil:
 				t.Fatalf("no engine_stats on %q: %s", res.EngineInfo, buf.String())
-			case uring && cfg.Fetch != "ordered" && (j.Engine.Reaped < uint64(res.Pages) || j.Engine.Enters == 0 || j.Engine.Workers < 1):
+			case uring && cfg.Fetch != rinas.Ordered && (j.Engine.Reaped < uint64(res.Pages) || j.Engine.Enters == 0 || j.Engine.Workers < 1):
 				t.Fatalf("engine_stats %+v for %d pages", *j.Engine, res.Pages)
 			}
 		})
@@ -138,9 +141,10 @@ func TestRunParquetBadInput(t *testing.T) {
 		{},
 		{Paths: []string{filepath.Join(dir, "missing*.parquet")}},
 		{Paths: []string{dir}, Column: "nope"},
-		{Paths: []string{dir}, Shuffle: "sideways"},
-		{Paths: []string{dir}, IOEngine: "libaio"},
-		{Paths: []string{dir}, Engine: "duckdb"},
+		{Paths: []string{dir}, Shuffle: rinas.Shuffle(9)},
+		{Paths: []string{dir}, Fetch: rinas.Fetch(-1)},
+		{Paths: []string{dir}, IOEngine: ParquetIO(7)},
+		{Paths: []string{dir}, Engine: ParquetEngine(3)},
 		{Paths: []string{dir}, IODepth: 5000},
 	} {
 		cfg.Logf = func(string, ...any) {}
@@ -190,5 +194,32 @@ func TestCompareParquetTable(t *testing.T) {
 	}
 	if got := strings.Count(buf.String(), "\n"); got != len(rows)+1 {
 		t.Fatalf("table has %d lines:\n%s", got, buf.String())
+	}
+}
+
+// TestParseParquetNames checks the names Parquet mode parses once into
+// ParquetConfig's typed fields, and back.
+func TestParseParquetNames(t *testing.T) {
+	for _, n := range []string{"io_uring", "psync", "mmap"} {
+		k, err := ParseParquetIO(n)
+		if err != nil || k.String() != n {
+			t.Errorf("ParseParquetIO(%q) = %v, %v", n, k, err)
+		}
+	}
+	for _, n := range []string{"pagefeed", "arrowgo", "decode"} {
+		e, err := ParseParquetEngine(n)
+		if err != nil || e.String() != n {
+			t.Errorf("ParseParquetEngine(%q) = %v, %v", n, e, err)
+		}
+	}
+	if _, err := ParseParquetIO("libaio"); !errors.Is(err, ErrBadOption) {
+		t.Errorf("libaio: %v", err)
+	}
+	if _, err := ParseParquetEngine("duckdb"); !errors.Is(err, ErrBadOption) {
+		t.Errorf("duckdb: %v", err)
+	}
+	var zero ParquetConfig
+	if zero.Shuffle != rinas.ShufflePage || zero.Fetch != rinas.Unordered || zero.IOEngine != ParquetIOUring || zero.Engine != ParquetPagefeed {
+		t.Error("the zero ParquetConfig is not page/unordered/io_uring/pagefeed")
 	}
 }

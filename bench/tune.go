@@ -411,9 +411,13 @@ func tuneFio(ctx context.Context, cfg *TuneConfig, p *TunePoint) error {
 }
 
 func tuneParquet(ctx context.Context, cfg *TuneConfig, p *TunePoint) error {
+	ioKind, err := ParseParquetIO(p.IOEngine)
+	if err != nil {
+		return err
+	}
 	pc := ParquetConfig{
-		Name: "tune", Paths: cfg.Parquet, Shuffle: rinas.ShufflePage.String(), Batch: p.Batch, Prefetch: p.Prefetch,
-		IOEngine: p.IOEngine, Buffered: !cfg.Direct, Runtime: cfg.Runtime, Seed: cfg.Seed, Logf: cfg.Logf,
+		Name: "tune", Paths: cfg.Parquet, Shuffle: rinas.ShufflePage, Batch: p.Batch, Prefetch: p.Prefetch,
+		IOEngine: ioKind, Buffered: !cfg.Direct, Runtime: cfg.Runtime, Seed: cfg.Seed, Logf: cfg.Logf,
 	}
 	r, err := RunParquet(ctx, pc, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pagefeed/pagefeed/bench"
+	"github.com/pagefeed/pagefeed/rinas"
 	"github.com/pagefeed/pagefeed/internal/plot"
 )
 
@@ -44,8 +45,8 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&paths, "parquet", "Parquet file, directory or glob (repeatable)")
 	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
 	fs.StringVar(&cfg.Column, "column", "", "leaf column to read")
-	fs.StringVar(&cfg.Shuffle, "shuffle", "page", "page|row|rowgroup|stream|none")
-	fs.StringVar(&cfg.Fetch, "fetch", "unordered", "unordered|ordered")
+	shuffle := fs.String("shuffle", "page", "page|row|rowgroup|stream|none")
+	fetch := fs.String("fetch", "unordered", "unordered|ordered")
 	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per batch (0: page batches)")
 	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows")
@@ -59,8 +60,8 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Rank, "rank", 0, "rank")
 	fs.IntVar(&cfg.World, "world", 1, "world size")
 	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
-	fs.StringVar(&cfg.IOEngine, "ioengine", "io_uring", "io_uring|psync|mmap")
-	fs.StringVar(&cfg.Engine, "engine", "pagefeed", "pagefeed|arrowgo")
+	ioengine := fs.String("ioengine", "io_uring", "io_uring|psync|mmap")
+	eng := fs.String("engine", "pagefeed", "pagefeed|arrowgo|decode")
 	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
 	fs.BoolVar(&cfg.Pin, "pin", false, "pin engine workers to this local rank's GPU cores ($LOCAL_RANK)")
@@ -76,6 +77,20 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q in parquet mode", fs.Arg(0))
+	}
+	// Names are parsed here, once; the config holds their typed values.
+	var err error
+	if cfg.Shuffle, err = rinas.ParseShuffle(*shuffle); err != nil {
+		return fmt.Errorf("--shuffle: %w", err)
+	}
+	if cfg.Fetch, err = rinas.ParseFetch(*fetch); err != nil {
+		return fmt.Errorf("--fetch: %w", err)
+	}
+	if cfg.IOEngine, err = bench.ParseParquetIO(*ioengine); err != nil {
+		return fmt.Errorf("--ioengine: %w", err)
+	}
+	if cfg.Engine, err = bench.ParseParquetEngine(*eng); err != nil {
+		return fmt.Errorf("--engine: %w", err)
 	}
 	if len(paths) == 0 {
 		return fmt.Errorf("--parquet needs a path")
