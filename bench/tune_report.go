@@ -279,8 +279,21 @@ func (r *TuneResult) Charts(dir string) ([]string, error) {
 			// A curve and fio's reference share a colour; fio's is dashed.
 			ref := k
 			ref.tool = "pagefeed"
+			_, hasSolid := m[ref]
 			ser := plot.Series{Label: curveLabel(k, len(engines) > 1, len(jobs) > 1),
-				ColorKey: curveLabel(ref, true, true), Dashed: k.tool != "pagefeed"}
+				ColorKey: curveLabel(ref, true, true), Dashed: k.tool != "pagefeed",
+				NoLegend: k.tool != "pagefeed" && hasSolid}
+			if ser.Dashed {
+				c.DashedNote = "dashed: " + k.tool + ", same settings"
+			}
+			ys := make([]float64, len(ps))
+			for i := range ps {
+				ys[i] = ps[i].Throughput()
+			}
+			kneeX := 0.0
+			if ki, _ := KneeIndex(ys, KneeFraction); ki >= 0 {
+				kneeX = float64(ps[ki].param())
+			}
 			for i := range ps {
 				y := s.y(&ps[i])
 				if s.logY && y <= 0 {
@@ -290,6 +303,9 @@ func (r *TuneResult) Charts(dir string) ([]string, error) {
 				ser.Y = append(ser.Y, y)
 			}
 			if len(ser.X) > 0 {
+				if slices.Contains(ser.X, kneeX) {
+					ser.KneeX = kneeX // the knee of throughput, marked on every chart
+				}
 				c.Series = append(c.Series, ser)
 			}
 		}

@@ -198,8 +198,8 @@ func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Wr
 		name string
 		bars plot.Bars
 	}{
-		{"compare_rows_per_sec", plot.Bars{Title: "rows delivered per second (same run)", YLabel: "rows/s", Labels: labels, Values: rps}},
-		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "ms", Labels: labels, Values: p99}},
+		{"compare_rows_per_sec", plot.Bars{Title: "rows delivered per second (same run)", YLabel: "rows/s", Unit: "rows/s", Labels: labels, Values: rps}},
+		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "p99 batch latency (ms)", Unit: "ms", Labels: labels, Values: p99}},
 	} {
 		base := filepath.Join(dir, c.name)
 		if err := c.bars.Save(base); err != nil {

@@ -15,7 +15,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -40,11 +42,21 @@ type Series struct {
 	X, Y     []float64
 	ColorKey string
 	Dashed   bool
+	// NoLegend leaves the series out of the legend (a dashed reference
+	// whose colour's solid line is there, with Chart.DashedNote saying
+	// what dashes mean).
+	NoLegend bool
+	// KneeX, when > 0, is the x of the point to mark as the curve's knee
+	// (a ring around it and "knee" with its x); it must be one of X.
+	KneeX float64
 }
 
 // Chart is a line chart. LogX and LogY put the axis on a log scale (every
-// value must then be > 0); Pow2X, with LogX, marks x at every power of two
-// (queue depths). Title and axis labels should carry units, e.g.
+// value must then be > 0), with a labelled tick at every decade (1, 10,
+// 100, 1k, ...) and unlabelled ones between; Pow2X, with LogX, marks x at
+// every power of two (queue depths). Tick labels are plain numbers with
+// k, M, G suffixes. The legend goes inside the frame, in the corner the
+// lines leave emptiest. Title and axis labels should carry units, e.g.
 // "bandwidth (MiB/s)".
 type Chart struct {
 	Title          string
@@ -52,14 +64,23 @@ type Chart struct {
 	LogX, LogY     bool
 	Pow2X          bool
 	Series         []Series
+	// DashedNote, when set, ends the legend with a dashed grey line and
+	// this text, e.g. "dashed: fio, same settings".
+	DashedNote string
 }
 
-// Bars is a bar chart: one bar per label, in order, with its value.
+// Bars is a bar chart: one bar per label, in order, with its value
+// written on top in plain units ("567k rows/s": Plain, then Unit). When the
+// positive values span more than two orders of magnitude (baselines an
+// order apart from the loader) the value axis is logarithmic, with decade
+// ticks, so the small bars stay visible; LogY forces it.
 type Bars struct {
 	Title  string
 	YLabel string
+	Unit   string // appended to each bar's value, e.g. "rows/s"; optional
 	Labels []string
 	Values []float64
+	LogY   bool
 }
 
 // palette is colour-blind friendly (Okabe–Ito) so lines stay apart.
@@ -84,6 +105,9 @@ func (c *Chart) validate() error {
 		return fmt.Errorf("%w: chart %q has no series", ErrData, c.Title)
 	}
 	for _, s := range c.Series {
+		if s.KneeX > 0 && !slices.Contains(s.X, s.KneeX) {
+			return fmt.Errorf("%w: chart %q series %q: knee at x=%g, which is not one of its points", ErrData, c.Title, s.Label, s.KneeX)
+		}
 		if len(s.X) != len(s.Y) {
 			return fmt.Errorf("%w: chart %q series %q: %d x values, %d y values", ErrData, c.Title, s.Label, len(s.X), len(s.Y))
 		}
@@ -114,15 +138,13 @@ func (c *Chart) build() (*gplot.Plot, error) {
 	p.Y.Label.Text = c.YLabel
 	if c.LogX {
 		p.X.Scale = gplot.LogScale{}
-		p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
+		p.X.Tick.Marker = decadeTicks{}
 	}
 	if c.LogY {
 		p.Y.Scale = gplot.LogScale{}
-		p.Y.Tick.Marker = gplot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = decadeTicks{}
 	}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
 	colors := map[string]int{}
 	for i, s := range c.Series {
 		ci := i
@@ -151,7 +173,35 @@ func (c *Chart) build() (*gplot.Plot, error) {
 		pts.Color = col
 		pts.Shape = glyphs[ci%len(glyphs)]
 		p.Add(l, pts)
-		p.Legend.Add(s.Label, l, pts)
+		if !s.NoLegend {
+			p.Legend.Add(s.Label, l, pts)
+		}
+		if s.KneeX > 0 {
+			k := slices.Index(s.X, s.KneeX)
+			ring, err := plotter.NewScatter(plotter.XYs{{X: s.X[k], Y: s.Y[k]}})
+			if err != nil {
+				return nil, fmt.Errorf("%w: chart %q series %q: %v", ErrData, c.Title, s.Label, err)
+			}
+			ring.Color = col
+			ring.Shape = draw.RingGlyph{}
+			ring.Radius = vg.Points(7)
+			lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: s.X[k], Y: s.Y[k]}}, Labels: []string{"knee " + Plain(s.X[k])}})
+			if err != nil {
+				return nil, fmt.Errorf("%w: chart %q series %q: %v", ErrData, c.Title, s.Label, err)
+			}
+			lbl.TextStyle[0].Color = col
+			lbl.Offset = vg.Point{X: vg.Points(8), Y: -vg.Points(12)}
+			p.Add(ring, lbl)
+		}
+	}
+	if c.DashedNote != "" {
+		note, err := plotter.NewLine(plotter.XYs{{X: 1, Y: 1}, {X: 2, Y: 1}})
+		if err == nil {
+			note.Color = color.Gray{Y: 110}
+			note.Width = vg.Points(1.5)
+			note.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
+			p.Legend.Add(c.DashedNote, note)
+		}
 	}
 	if !c.LogX {
 		p.X.Tick.Marker = plainTicks{}
@@ -182,29 +232,96 @@ func widen(a *gplot.Axis, log bool, share float64) {
 	a.Max += (a.Max - a.Min) * share
 }
 
-// pow2Ticks mark every power of two in range, labelled in full.
+// Plain formats v for a person: three significant digits with a k, M or G
+// suffix from a thousand up ("567k", "1.23M", "12.5", "0.25"), never an
+// exponent.
+func Plain(v float64) string {
+	a := math.Abs(v)
+	for _, u := range []struct {
+		div float64
+		sfx string
+	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if a >= u.div*0.9995 {
+			return trim(v/u.div) + u.sfx
+		}
+	}
+	if a != 0 && a < 0.001 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return trim(v)
+}
+
+// trim prints v with three significant digits and no trailing zeros.
+func trim(v float64) string {
+	a := math.Abs(v)
+	prec := 0
+	switch {
+	case a < 1:
+		prec = 3
+	case a < 10:
+		prec = 2
+	case a < 100:
+		prec = 1
+	}
+	s := strconv.FormatFloat(v, 'f', prec, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// decadeTicks label every power of ten in range (1, 10, 100, 1k, ...) and
+// put unlabelled ticks at 2..9 times each; over less than two decades the
+// 2× and 5× ticks are labelled too, so at least a few labels show.
+type decadeTicks struct{}
+
+func (decadeTicks) Ticks(min, max float64) []gplot.Tick {
+	if !(min > 0) || !(max > min) {
+		return nil
+	}
+	lo, hi := math.Floor(math.Log10(min)), math.Ceil(math.Log10(max))
+	few := hi-lo <= 2
+	var ts []gplot.Tick
+	for e := lo; e <= hi; e++ {
+		d := math.Pow(10, e)
+		for m := 1.0; m <= 9; m++ {
+			v := m * d
+			if v < min*(1-1e-9) || v > max*(1+1e-9) {
+				continue
+			}
+			t := gplot.Tick{Value: v}
+			if m == 1 || few && (m == 2 || m == 5) {
+				t.Label = Plain(v)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// pow2Ticks mark every power of two in range, labelled in plain units.
 type pow2Ticks struct{}
 
 func (pow2Ticks) Ticks(min, max float64) []gplot.Tick {
 	var ts []gplot.Tick
 	for v := math.Exp2(math.Ceil(math.Log2(min))); v <= max; v *= 2 {
-		ts = append(ts, gplot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+		ts = append(ts, gplot.Tick{Value: v, Label: Plain(v)})
 	}
-	if len(ts) < 2 { // a narrow range: let gonum choose
-		return gplot.LogTicks{Prec: -1}.Ticks(min, max)
+	if len(ts) < 2 { // a narrow range: decades
+		return decadeTicks{}.Ticks(min, max)
 	}
 	return ts
 }
 
-// plainTicks are gonum's default ticks labelled with %g ("250", not
-// "250.00").
+// plainTicks are gonum's default ticks labelled in plain units ("250",
+// "1.5M", not "250.00" or "1.5e+06").
 type plainTicks struct{}
 
 func (plainTicks) Ticks(min, max float64) []gplot.Tick {
 	ts := gplot.DefaultTicks{}.Ticks(min, max)
 	for i := range ts {
 		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+			ts[i].Label = Plain(ts[i].Value)
 		}
 	}
 	return ts
@@ -217,7 +334,14 @@ func (c *Chart) Save(base string) error {
 	if err != nil {
 		return err
 	}
-	return save(p, base, true)
+	pts := make([]plotter.XYs, len(c.Series))
+	for i, s := range c.Series {
+		pts[i] = make(plotter.XYs, len(s.X))
+		for k := range s.X {
+			pts[i][k].X, pts[i][k].Y = s.X[k], s.Y[k]
+		}
+	}
+	return save(p, base, pts)
 }
 
 // Save writes the bar chart to base+".svg" and base+".png".
@@ -225,31 +349,88 @@ func (b *Bars) Save(base string) error {
 	if len(b.Labels) == 0 || len(b.Labels) != len(b.Values) {
 		return fmt.Errorf("%w: bar chart %q: %d labels, %d values", ErrData, b.Title, len(b.Labels), len(b.Values))
 	}
+	lo, hi := math.Inf(1), 0.0
 	for i, v := range b.Values {
 		if bad(v, false) {
 			return fmt.Errorf("%w: bar chart %q: %s = %g", ErrData, b.Title, b.Labels[i], v)
+		}
+		if v > 0 {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	logY := b.LogY || (hi > 0 && hi/lo > 100)
+	if logY {
+		for i, v := range b.Values {
+			if v <= 0 {
+				return fmt.Errorf("%w: bar chart %q: %s = %g on a log axis", ErrData, b.Title, b.Labels[i], v)
+			}
 		}
 	}
 	p := gplot.New()
 	p.Title.Text = b.Title
 	p.Y.Label.Text = b.YLabel
 	p.Add(plotter.NewGrid())
-	bars, err := plotter.NewBarChart(plotter.Values(b.Values), vg.Points(28))
+	bars := &barPlot{values: b.Values, width: 0.6, color: palette[0]}
+	p.Add(bars)
+	p.NominalX(b.Labels...)
+	labels := make([]string, len(b.Values))
+	for i, v := range b.Values {
+		labels[i] = Plain(v)
+		if b.Unit != "" {
+			labels[i] += " " + b.Unit
+		}
+	}
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: barTops(b.Values), Labels: labels})
 	if err != nil {
 		return fmt.Errorf("%w: bar chart %q: %v", ErrData, b.Title, err)
 	}
-	bars.Color = palette[0]
-	bars.LineStyle.Width = 0
-	p.Add(bars)
-	p.NominalX(b.Labels...)
-	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: barTops(b.Values), Labels: fmtValues(b.Values)})
-	if err == nil {
-		lbl.Offset = vg.Point{X: -vg.Points(10), Y: vg.Points(3)}
-		p.Add(lbl)
+	for i := range lbl.TextStyle {
+		lbl.TextStyle[i].XAlign = draw.XCenter
 	}
-	p.Y.Min = math.Min(0, p.Y.Min)
-	p.Y.Max *= 1.1 // room for the value labels
-	return save(p, base, false)
+	lbl.Offset = vg.Point{Y: vg.Points(3)}
+	p.Add(lbl)
+	if logY {
+		p.Y.Scale = gplot.LogScale{}
+		p.Y.Tick.Marker = decadeTicks{}
+		p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+		p.Y.Max = hi * 2.5 // room for the value labels
+	} else {
+		p.Y.Tick.Marker = plainTicks{}
+		p.Y.Min = 0
+		p.Y.Max = hi * 1.12
+		if hi == 0 {
+			p.Y.Max = 1
+		}
+	}
+	return save(p, base, nil)
+}
+
+// barPlot draws one bar per value from the bottom of the value axis (so
+// log axes work, where gonum's bars start at 0), centred on 0, 1, 2, ...
+type barPlot struct {
+	values []float64
+	width  float64 // in x units (one per bar)
+	color  color.Color
+}
+
+func (b *barPlot) Plot(c draw.Canvas, p *gplot.Plot) {
+	tx, ty := p.Transforms(&c)
+	for i, v := range b.values {
+		x0, x1 := tx(float64(i)-b.width/2), tx(float64(i)+b.width/2)
+		y0, y1 := c.Min.Y, ty(v)
+		if y1 <= y0 {
+			continue
+		}
+		c.FillPolygon(b.color, c.ClipPolygonXY([]vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}))
+	}
+}
+
+func (b *barPlot) DataRange() (xmin, xmax, ymin, ymax float64) {
+	ymin, ymax = math.Inf(1), math.Inf(-1)
+	for _, v := range b.values {
+		ymin, ymax = min(ymin, v), max(ymax, v)
+	}
+	return -0.5, float64(len(b.values)) - 0.5, ymin, ymax
 }
 
 func barTops(vs []float64) plotter.XYs {
@@ -260,17 +441,10 @@ func barTops(vs []float64) plotter.XYs {
 	return xys
 }
 
-func fmtValues(vs []float64) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = fmt.Sprintf("%.3g", v)
-	}
-	return out
-}
-
-// save draws p into base.svg and base.png; with legendOutside the legend
-// gets its own column right of the data, so it never hides a line.
-func save(p *gplot.Plot, base string, legendOutside bool) (err error) {
+// save draws p into base.svg and base.png. A line chart passes its
+// points (pts, in data coordinates): its legend is drawn inside the frame,
+// on a white box, in the corner holding the fewest of them.
+func save(p *gplot.Plot, base string, pts []plotter.XYs) (err error) {
 	// gonum panics on some ranges it cannot draw; report them instead.
 	defer func() {
 		if r := recover(); r != nil {
@@ -284,33 +458,28 @@ func save(p *gplot.Plot, base string, legendOutside bool) (err error) {
 	}
 	for _, ext := range []string{"svg", "png"} {
 		path := base + "." + ext
-		if err := render(p, path, ext, legendOutside); err != nil {
+		if err := render(p, path, ext, pts); err != nil {
 			return fmt.Errorf("plot: writing %s: %w", path, err)
 		}
 	}
 	return nil
 }
 
-func render(p *gplot.Plot, path, format string, legendOutside bool) error {
-	w := width
-	if legendOutside {
-		w += 1.5 * vg.Inch
-	}
-	cw, err := draw.NewFormattedCanvas(w, height, format)
+func render(p *gplot.Plot, path, format string, pts []plotter.XYs) error {
+	cw, err := draw.NewFormattedCanvas(width, height, format)
 	if err != nil {
 		return err
 	}
 	dc := draw.New(cw)
-	if legendOutside {
-		leg := p.Legend
-		r := leg.Rectangle(dc)
-		lw := r.Max.X - r.Min.X + vg.Points(12)
-		p.Legend = gplot.NewLegend() // empty: Plot.Draw would draw it over the data
-		p.Draw(draw.Crop(dc, 0, -lw, 0, 0))
-		p.Legend = leg
-		leg.Draw(draw.Crop(dc, w-lw+vg.Points(6), 0, 0, 0))
-	} else {
-		p.Draw(dc)
+	if pts != nil {
+		roomForLegend(p, dc, pts)
+	}
+	leg := p.Legend
+	p.Legend = gplot.NewLegend() // drawn below, on its own background
+	p.Draw(dc)
+	p.Legend = leg
+	if pts != nil {
+		drawLegend(p, dc, pts)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -321,4 +490,100 @@ func render(p *gplot.Plot, path, format string, legendOutside bool) error {
 		err = cerr
 	}
 	return err
+}
+
+// roomForLegend raises the top of the value axis, when the legend would
+// cover the lines in every corner, so that a band as tall as the legend
+// is left free above the data.
+func roomForLegend(p *gplot.Plot, dc draw.Canvas, pts []plotter.XYs) {
+	_, _, n := placeLegend(p, dc, pts)
+	if n == 0 {
+		return
+	}
+	da := p.DataCanvas(dc)
+	r := p.Legend.Rectangle(da)
+	frac := float64(r.Max.Y-r.Min.Y+3*legendPad) / float64(da.Max.Y-da.Min.Y)
+	if frac <= 0 || frac >= 0.7 {
+		return
+	}
+	lo, hi := p.Y.Min, p.Y.Max
+	if _, log := p.Y.Scale.(gplot.LogScale); log {
+		p.Y.Max = lo * math.Pow(hi/lo, 1/(1-frac))
+	} else {
+		p.Y.Max = lo + (hi-lo)/(1-frac)
+	}
+}
+
+const legendPad = vg.Length(5)
+
+// drawLegend draws p's legend inside its data area, on a white box with a
+// grey border, in the corner where the box covers the fewest points of
+// the lines (each segment sampled along its length; top left first on a
+// tie).
+func drawLegend(p *gplot.Plot, dc draw.Canvas, pts []plotter.XYs) {
+	da := p.DataCanvas(dc)
+	leg := p.Legend
+	box, corner, _ := placeLegend(p, dc, pts)
+	leg.Top, leg.Left = corner[0], corner[1]
+	corners := []vg.Point{box.Min, {X: box.Max.X, Y: box.Min.Y}, box.Max, {X: box.Min.X, Y: box.Max.Y}}
+	da.FillPolygon(color.NRGBA{255, 255, 255, 235}, corners)
+	da.StrokeLines(draw.LineStyle{Color: color.Gray{Y: 160}, Width: vg.Points(0.5)}, append(corners, box.Min))
+	pad := legendPad
+	inner := draw.Crop(da, box.Min.X-da.Min.X+pad, box.Max.X-da.Max.X-pad, box.Min.Y-da.Min.Y+pad, box.Max.Y-da.Max.Y-pad)
+	leg.Draw(inner)
+}
+
+// placeLegend returns the legend's box in the corner of p's data area
+// where it covers the fewest points of the lines (each segment sampled
+// along its length; top left first on a tie), the corner (top, left) and
+// how many it covers there.
+func placeLegend(p *gplot.Plot, dc draw.Canvas, pts []plotter.XYs) (vg.Rectangle, [2]bool, int) {
+	da := p.DataCanvas(dc)
+	tx, ty := p.Transforms(&da)
+	r := p.Legend.Rectangle(da)
+	pad := legendPad
+	w, h := r.Max.X-r.Min.X+2*pad, r.Max.Y-r.Min.Y+2*pad
+	boxAt := func(top, left bool) vg.Rectangle {
+		var b vg.Rectangle
+		b.Min.X = da.Max.X - pad - w
+		if left {
+			b.Min.X = da.Min.X + pad
+		}
+		b.Min.Y = da.Min.Y + pad
+		if top {
+			b.Min.Y = da.Max.Y - pad - h
+		}
+		b.Max = vg.Point{X: b.Min.X + w, Y: b.Min.Y + h}
+		return b
+	}
+	const steps = 16
+	covered := func(b vg.Rectangle) int {
+		n := 0
+		for _, xys := range pts {
+			for i := range xys {
+				for k := 0; k < steps; k++ {
+					if i+1 == len(xys) && k > 0 {
+						break
+					}
+					x, y := tx(xys[i].X), ty(xys[i].Y)
+					if k > 0 {
+						f := vg.Length(k) / steps
+						x += (tx(xys[i+1].X) - x) * f
+						y += (ty(xys[i+1].Y) - y) * f
+					}
+					if x >= b.Min.X && x <= b.Max.X && y >= b.Min.Y && y <= b.Max.Y {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	best, bestN := [2]bool{true, true}, -1
+	for _, c := range [][2]bool{{true, true}, {true, false}, {false, true}, {false, false}} {
+		if n := covered(boxAt(c[0], c[1])); bestN < 0 || n < bestN {
+			best, bestN = c, n
+		}
+	}
+	return boxAt(best[0], best[1]), best, bestN
 }
