@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -273,7 +274,18 @@ func (r *TuneResult) Charts(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, s := range specs {
-		c := plot.Chart{Title: s.title, XLabel: xlabel, YLabel: s.ylabel, LogX: true, LogY: s.logY, Pow2X: true}
+		// A linear value axis turns logarithmic when the curves span more
+		// than two orders of magnitude (4 KiB and 1 MiB bandwidths).
+		lo, hi := math.Inf(1), 0.0
+		for _, k := range keys {
+			for i := range m[k] {
+				if y := s.y(&m[k][i]); y > 0 {
+					lo, hi = min(lo, y), max(hi, y)
+				}
+			}
+		}
+		c := plot.Chart{Title: s.title, XLabel: xlabel, YLabel: s.ylabel, LogX: true, LogY: s.logY || hi > 100*lo, Pow2X: true}
+		logY := c.LogY
 		for _, k := range keys {
 			ps := m[k]
 			// A curve and fio's reference share a colour; fio's is dashed.
@@ -296,15 +308,17 @@ func (r *TuneResult) Charts(dir string) ([]string, error) {
 			}
 			for i := range ps {
 				y := s.y(&ps[i])
-				if s.logY && y <= 0 {
+				if logY && y <= 0 {
 					continue // a log axis cannot show it (e.g. a zero percentile)
 				}
 				ser.X = append(ser.X, float64(ps[i].param()))
 				ser.Y = append(ser.Y, y)
 			}
 			if len(ser.X) > 0 {
-				if slices.Contains(ser.X, kneeX) {
-					ser.KneeX = kneeX // the knee of throughput, marked on every chart
+				if !ser.Dashed && slices.Contains(ser.X, kneeX) {
+					// The knee of throughput, marked on every chart of the
+					// curve; fio's knees are in the table only.
+					ser.KneeX = kneeX
 				}
 				c.Series = append(c.Series, ser)
 			}

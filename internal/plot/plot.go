@@ -471,6 +471,15 @@ func render(p *gplot.Plot, path, format string, pts []plotter.XYs) error {
 		return err
 	}
 	dc := draw.New(cw)
+	// gonum places a vertical axis label's glyph box at the linear middle
+	// of the range, which on a log axis lies near the top, and then pads
+	// the top of the chart for it; a blank label keeps the label's column
+	// and the label is drawn here, centred on the data.
+	ylab := p.Y.Label.Text
+	if ylab != "" {
+		p.Y.Label.Text = " "
+		defer func() { p.Y.Label.Text = ylab }()
+	}
 	if pts != nil {
 		roomForLegend(p, dc, pts)
 	}
@@ -478,6 +487,13 @@ func render(p *gplot.Plot, path, format string, pts []plotter.XYs) error {
 	p.Legend = gplot.NewLegend() // drawn below, on its own background
 	p.Draw(dc)
 	p.Legend = leg
+	if ylab != "" {
+		sty := p.Y.Label.TextStyle
+		sty.Rotation += math.Pi / 2
+		da := p.DataCanvas(dc)
+		x := dc.Min.X + sty.Height(ylab) - sty.FontExtents().Descent
+		dc.FillText(sty, vg.Point{X: x, Y: (da.Min.Y + da.Max.Y) / 2}, ylab)
+	}
 	if pts != nil {
 		drawLegend(p, dc, pts)
 	}
