@@ -130,7 +130,7 @@ type Job struct {
 	IODepth  int // 1..4096; psync and mmap always run one at a time
 	// BatchSubmit is iodepth_batch_submit: reads per io_uring_enter, at
 	// most IODepth (0 as written means IODepth, as in fio). Not given, it
-	// is 0 here: the engine's adaptive chunk, which starts at fio's 1.
+	// is 0 here: the engine's adaptive chunk (see engine.Options.BatchSubmit).
 	BatchSubmit    int
 	Direct         bool
 	IOEngine       string // EngineIOUring, EnginePsync or EngineMmap

@@ -35,15 +35,15 @@ type Options struct {
 	// BatchSubmit is the most SQEs one io_uring_enter submits; a worker
 	// with more queued enters again at once (fio's iodepth_batch_submit).
 	// Zero, the default, lets each worker choose its chunk as it runs:
-	// one read per enter while the worker has time to spare, waiting on
-	// the device (every read reaches the device as soon as it is queued,
-	// as fio's default of 1 does), and a chunk that doubles while the
-	// worker is saturated, finding its completions ready whenever it
-	// would wait, and halves once it waits again (each enter's reads then
-	// share one syscall and one block-layer plug). The chunk follows the
-	// worker's measured share of time asleep in the kernel, not constants
-	// tuned to one device. A positive value is a fixed chunk (at most
-	// QueueDepth).
+	// at most two reads per enter while the worker has time to spare,
+	// waiting on the device (reads reach the device as soon as they are
+	// queued, unplugged, as with fio's default of 1), and a chunk that
+	// doubles while the worker is saturated, finding its completions
+	// ready whenever it would wait, and halves once it waits again (each
+	// enter's reads then share one syscall and one block-layer plug). The
+	// chunk follows the worker's measured share of time asleep in the
+	// kernel, not constants tuned to one device. A positive value is a
+	// fixed chunk (at most QueueDepth).
 	BatchSubmit int
 	// BatchCompleteMax is the most completions a worker reaps and
 	// delivers in one round (fio's iodepth_batch_complete_max); default

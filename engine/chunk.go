@@ -17,12 +17,14 @@ package engine
 //   - asleep less than 1/8 of the window: saturated; double the chunk
 //     (at most QueueDepth);
 //   - asleep more than 1/4 of it: it has time to spare; halve the chunk
-//     (at least 1);
+//     (at least 2, or 1 at depth 1);
 //   - in between: keep it (the band keeps the chunk from flapping between
 //     two sizes on a steady load).
 //
-// It starts at 1, fio's default. The counters are the worker goroutine's
-// own; nothing here is shared.
+// The floor is 2, not fio's 1: io_uring plugs the block layer only for an
+// enter of more than two SQEs, so a pair reaches the device as soon as two
+// single submissions would, for one syscall less. It starts at the floor.
+// The counters are the worker goroutine's own; nothing here is shared.
 type chunker struct {
 	n      int   // the chunk: reads per enter, 1..max
 	max    int   // QueueDepth
@@ -33,8 +35,12 @@ type chunker struct {
 }
 
 func newChunker(depth int) chunker {
-	return chunker{n: 1, max: depth, window: max(depth, 16), start: nanotime()}
+	return chunker{n: min(chunkFloor, depth), max: depth, window: max(depth, 16), start: nanotime()}
 }
+
+// chunkFloor is the smallest adaptive chunk: the most SQEs io_uring
+// submits without plugging the block layer.
+const chunkFloor = 2
 
 // waited records one waiting enter of ns nanoseconds.
 func (c *chunker) waited(ns int64) { c.slept += ns }
@@ -61,7 +67,7 @@ func nextChunk(n, limit int, slept, elapsed int64) int {
 	case slept*8 < elapsed:
 		return min(n*2, limit)
 	case slept*4 > elapsed:
-		return max(n/2, 1)
+		return max(n/2, min(chunkFloor, limit))
 	}
 	return n
 }

@@ -20,6 +20,16 @@
 //     evenly between a group's clones; fio measures each job thread.
 //   - iodepth_level/submit/complete are derived from the options, not
 //     measured; latency_ns/us/ms buckets are measured (clat).
+//   - Without --iodepth_batch_submit, io_uring submits at most two reads
+//     per io_uring_enter (unplugged, as fio's default of 1) while its
+//     worker waits on the device, and larger chunks while the worker is
+//     saturated; given, it is a fixed chunk, as in fio.
+//   - random_distribution uses fio's generators (zipf, pareto, normal and
+//     their hashing) over pagebench's own random numbers: the same
+//     shapes, not fio's exact sequence of offsets; randrepeat repeats
+//     pagebench's.
+//   - Write workloads (rw=write, randwrite, rw, randrw, trim*, verify=)
+//     are refused: pagebench only reads.
 //
 // Raw mode lives in package bench; this command only binds arguments to its
 // Config structs. Errors are one line on stderr and exit status 1; a
