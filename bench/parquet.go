@@ -33,16 +33,16 @@ import (
 // epochs. Zero fields take the defaults of fill.
 type ParquetConfig struct {
 	Name     string
-	Paths    []string // files, directories or globs
-	Column   string   // default: the first leaf column
+	Paths    []string      // files, directories or globs
+	Column   string        // default: the first leaf column
 	Shuffle  rinas.Shuffle // default (zero) page
 	Fetch    rinas.Fetch   // default (zero) unordered
-	Batch    int      // pages per batch; default 64
-	Rows     int      // rows per batch (row batches); 0 = page batches
-	Buffer   int      // shuffle buffer rows
-	IODepth  int      // reads in flight in all, as fio's iodepth (split over the workers); default 256
-	Prefetch int      // batches read ahead; default rinas's automatic window
-	Workers  int      // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
+	Batch    int           // pages per batch; default 64
+	Rows     int           // rows per batch (row batches); 0 = page batches
+	Buffer   int           // shuffle buffer rows
+	IODepth  int           // reads in flight in all, as fio's iodepth (split over the workers); default 256
+	Prefetch int           // batches read ahead; default rinas's automatic window
+	Workers  int           // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
 	// IOEngine is io_uring (default), psync (the engine's pread pool) or
 	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
 	IOEngine ParquetIO
@@ -50,7 +50,7 @@ type ParquetConfig struct {
 	// reading whole random row groups: chunk-granular I/O) or decode (the
 	// codec alone: pages preloaded in memory, decoded on every core — the
 	// ceiling a decode-bound loader is measured against).
-	Engine ParquetEngine
+	Engine   ParquetEngine
 	Direct   bool // O_DIRECT (io_uring and psync); default on via NoDirect
 	Buffered bool // turn O_DIRECT off
 	// Pin places the engine workers on the cores of this local rank's GPU

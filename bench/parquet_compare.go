@@ -24,7 +24,9 @@ type ParquetCase struct {
 var DefaultParquetCases = []ParquetCase{
 	{"page shuffle, unordered (pagefeed)", "unordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = rinas.ShufflePage, rinas.Unordered }},
 	{"page shuffle, ordered (map-style)", "ordered", func(c *ParquetConfig) { c.Shuffle, c.Fetch = rinas.ShufflePage, rinas.Ordered }},
-	{"stream + 8192-row buffer", "stream+buf", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows, c.Buffer = rinas.ShuffleStream, rinas.Unordered, 1024, 8192 }},
+	{"stream + 8192-row buffer", "stream+buf", func(c *ParquetConfig) {
+		c.Shuffle, c.Fetch, c.Rows, c.Buffer = rinas.ShuffleStream, rinas.Unordered, 1024, 8192
+	}},
 	{"row-group shuffle (Reimu, pagefeed)", "rowgroup", func(c *ParquetConfig) { c.Shuffle, c.Fetch, c.Rows = rinas.ShuffleRowGroup, rinas.Unordered, 1024 }},
 	{"page shuffle via arrow-go (row-group reads)", "arrow-go", func(c *ParquetConfig) { c.Shuffle, c.Engine = rinas.ShufflePage, ParquetArrowGo }},
 	{"page shuffle, mmap (page cache)", "mmap", func(c *ParquetConfig) { c.Shuffle, c.IOEngine = rinas.ShufflePage, ParquetMmap }},

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/pagefeed/pagefeed/bench"
-	"github.com/pagefeed/pagefeed/rinas"
 	"github.com/pagefeed/pagefeed/internal/plot"
+	"github.com/pagefeed/pagefeed/rinas"
 )
 
 const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
