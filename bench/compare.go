@@ -422,9 +422,6 @@ func (r *CompareReport) WriteTable(w io.Writer) error {
 			pr = fmt.Sprintf("%.2f", row.PairRatio)
 		}
 		fmt.Fprintf(tw, "\t\tIOPS ratio, median of pairs\t\t\t%s\n", pr)
-		if len(row.Flags) > 0 {
-			fmt.Fprintf(tw, "\t\tflags\t%s\t\t\n", strings.Join(row.Flags, " "))
-		}
 		if row.FioErr != nil {
 			fmt.Fprintf(tw, "\t\tfio error (%d/%d ok)\t%v\t\t\n", row.FioRuns, r.Pairs, row.FioErr)
 		}
@@ -433,6 +430,11 @@ func (r *CompareReport) WriteTable(w io.Writer) error {
 		}
 	}
 	tw.Flush()
+	for _, row := range r.Rows {
+		if len(row.Flags) > 0 {
+			fmt.Fprintf(&b, "%s, %s: both ran with %s\n", row.Case, row.Mode, strings.Join(row.Flags, " "))
+		}
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -210,6 +210,36 @@ func TestIODepthLow(t *testing.T) {
 	if r := rep.Results()[0]; r.IOs != 256 {
 		t.Errorf("ios %d", r.IOs)
 	}
+	// The depth seen at completions drains from 16 to 5 (the low mark
+	// and the completing read), then the queue is filled to 16 again.
+	spec, err := ParseArgs([]string{"--name=l", "--filename=" + path, "--bs=4k", "--rw=randread", "--ioengine=io_uring",
+		"--iodepth=16", "--iodepth_low=4", "--time_based", "--runtime=200ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var depths []int64
+	if _, err := RunRaw(context.Background(), RawConfig{Jobs: []Job{mustResolve(t, spec.Jobs[0])},
+		onDepth: func(n int64) { depths = append(depths, n) }}); err != nil {
+		t.Fatal(err)
+	}
+	refills := 0
+	for i := 1; i < len(depths); i++ {
+		d, prev := depths[i], depths[i-1]
+		switch {
+		case d == prev-1:
+		case prev == 5 && d == 16:
+			refills++
+		case d < prev: // the last reads of the run, or a refill cut short at the end
+		default:
+			t.Fatalf("depth %d after %d at completion %d: %v", d, prev, i, depths[max(0, i-20):i+1])
+		}
+		if d < 5 && i < len(depths)-16 {
+			t.Fatalf("depth %d below the low mark before the end", d)
+		}
+	}
+	if refills < 3 {
+		t.Errorf("%d refills in %d completions", refills, len(depths))
+	}
 }
 
 // TestIOLogs checks the fio-format logs: file names, "msec, value, ddir,

@@ -18,44 +18,44 @@ var fioOptionCases = []struct {
 	name  string
 	opts  []string // without name and filename
 	check func(j Job) bool
-	// fioOut are the values fio's --debug=parse prints ("out=N") for the
-	// options, in order, where it prints one.
-	fioOut []int64
+	// fioOut are values fio's --debug=parse prints ("out=N") for
+	// options of the case, by option name.
+	fioOut map[string]int64
 }{
 	// iodepth_batch_complete_min (alias iodepth_batch_complete): how many
 	// completions to wait for; iodepth_batch_complete_max defaults to it.
 	{"complete_min", []string{"--iodepth=32", "--iodepth_batch_complete_min=4"},
-		func(j Job) bool { return j.BatchCompleteMin == 4 && j.BatchCompleteMax == 4 }, []int64{32, 4}},
+		func(j Job) bool { return j.BatchCompleteMin == 4 && j.BatchCompleteMax == 4 }, map[string]int64{"iodepth": 32, "iodepth_batch_complete_min": 4}},
 	{"complete alias", []string{"--iodepth=32", "--iodepth_batch_complete=3"},
 		func(j Job) bool { return j.BatchCompleteMin == 3 && j.BatchCompleteMax == 3 }, nil},
 	{"complete_max", []string{"--iodepth=32", "--iodepth_batch_complete_min=1", "--iodepth_batch_complete_max=16"},
-		func(j Job) bool { return j.BatchCompleteMin == 1 && j.BatchCompleteMax == 16 }, []int64{32, 1, 16}},
+		func(j Job) bool { return j.BatchCompleteMin == 1 && j.BatchCompleteMax == 16 }, map[string]int64{"iodepth_batch_complete_min": 1, "iodepth_batch_complete_max": 16}},
 	{"complete_max below min", []string{"--iodepth=32", "--iodepth_batch_complete_min=8", "--iodepth_batch_complete_max=2"},
-		func(j Job) bool { return j.BatchCompleteMin == 8 && j.BatchCompleteMax == 8 }, []int64{32, 8, 2}},
+		func(j Job) bool { return j.BatchCompleteMin == 8 && j.BatchCompleteMax == 8 }, map[string]int64{"iodepth_batch_complete_min": 8, "iodepth_batch_complete_max": 2}},
 	// iodepth_batch_submit=0 means iodepth; not given, the engine adapts.
 	{"batch_submit 0", []string{"--iodepth=32", "--iodepth_batch_submit=0"},
-		func(j Job) bool { return j.BatchSubmit == 32 }, []int64{32, 0}},
+		func(j Job) bool { return j.BatchSubmit == 32 }, map[string]int64{"iodepth_batch": 0}},
 	{"batch_submit unset", []string{"--iodepth=32"},
-		func(j Job) bool { return j.BatchSubmit == 0 && j.BatchCompleteMin == 0 }, []int64{32}},
+		func(j Job) bool { return j.BatchSubmit == 0 && j.BatchCompleteMin == 0 }, map[string]int64{"iodepth": 32}},
 	// iodepth_low: the low water mark; defaults to iodepth (keep full).
 	{"iodepth_low", []string{"--iodepth=16", "--iodepth_low=4"},
-		func(j Job) bool { return j.IODepthLow == 4 }, []int64{16, 4}},
+		func(j Job) bool { return j.IODepthLow == 4 }, map[string]int64{"iodepth_low": 4}},
 	{"iodepth_low above iodepth", []string{"--iodepth=16", "--iodepth_low=64"},
-		func(j Job) bool { return j.IODepthLow == 16 }, []int64{16, 64}},
+		func(j Job) bool { return j.IODepthLow == 16 }, map[string]int64{"iodepth_low": 64}},
 	// numjobs clones, group_reporting folds them into one result.
 	{"numjobs", []string{"--numjobs=4", "--group_reporting"},
-		func(j Job) bool { return j.NumJobs == 4 && j.GroupReporting }, []int64{4, 1}},
+		func(j Job) bool { return j.NumJobs == 4 && j.GroupReporting }, map[string]int64{"numjobs": 4, "group_reporting": 1}},
 	// offset: bytes or a percentage of the file; offset_increment: added
 	// per clone.
 	{"offset", []string{"--offset=1m", "--offset_increment=64m"},
-		func(j Job) bool { return j.Offset == 1<<20 && j.OffsetIncrement == 64<<20 }, []int64{1 << 20, 64 << 20}},
+		func(j Job) bool { return j.Offset == 1<<20 && j.OffsetIncrement == 64<<20 }, map[string]int64{"offset": 1 << 20, "offset_increment": 64 << 20}},
 	{"offset percent", []string{"--offset=25%", "--offset_increment=10%"},
 		func(j Job) bool { return j.OffsetPct == 25 && j.OffsetIncrementPct == 10 && j.Offset == 0 }, nil},
 	// randrepeat defaults to true; randseed sets the seed.
 	{"randrepeat default", nil, func(j Job) bool { return j.RandRepeat && !j.NoRandomMap }, nil},
 	{"randrepeat off", []string{"--randrepeat=0", "--randseed=42"},
-		func(j Job) bool { return !j.RandRepeat && j.Seed == 42 }, []int64{0, 42}},
-	{"norandommap", []string{"--norandommap"}, func(j Job) bool { return j.NoRandomMap }, []int64{1}},
+		func(j Job) bool { return !j.RandRepeat && j.Seed == 42 }, map[string]int64{"randrepeat": 0, "randseed": 42}},
+	{"norandommap", []string{"--norandommap"}, func(j Job) bool { return j.NoRandomMap }, map[string]int64{"norandommap": 1}},
 	// random_distribution: zipf:θ, pareto:h, normal:σ, optional center.
 	{"zipf", []string{"--rw=randread", "--random_distribution=zipf:1.2"},
 		func(j Job) bool { return j.Dist == Distribution{DistZipf, 1.2, -1} }, nil},
@@ -68,13 +68,28 @@ var fioOptionCases = []struct {
 	{"random", []string{"--rw=randread", "--random_distribution=random"},
 		func(j Job) bool { return j.Dist.Kind == DistRandom }, nil},
 	// ramp_time: fio keeps microseconds.
-	{"ramp_time", []string{"--ramp_time=2s"}, func(j Job) bool { return j.RampTime == 2*time.Second }, []int64{2000000}},
-	{"ramp_time ms", []string{"--ramp_time=250ms"}, func(j Job) bool { return j.RampTime == 250*time.Millisecond }, []int64{250000}},
+	{"ramp_time", []string{"--ramp_time=2s"}, func(j Job) bool { return j.RampTime == 2*time.Second }, map[string]int64{"ramp_time": 2000000}},
+	{"ramp_time ms", []string{"--ramp_time=250ms"}, func(j Job) bool { return j.RampTime == 250*time.Millisecond }, map[string]int64{"ramp_time": 250000}},
 	// Logs: a prefix, or the job name when bare; log_avg_msec in ms.
 	{"logs", []string{"--write_bw_log=foo", "--write_lat_log=bar", "--write_iops_log=baz", "--log_avg_msec=500"},
 		func(j Job) bool {
 			return j.BWLog == "foo" && j.LatLog == "bar" && j.IOPSLog == "baz" && j.LogAvgMsec == 500
-		}, []int64{500}},
+		}, map[string]int64{"log_avg_msec": 500}},
+	// The options pagebench took before: sizes in bytes, times in
+	// microseconds (fio's unit), booleans as 1.
+	{"job basics", []string{"--rw=randread", "--bs=4k", "--size=1g", "--iodepth=64", "--direct=1", "--runtime=5", "--time_based"},
+		func(j Job) bool {
+			return j.RW == RandRead && j.BS == 4096 && j.Size == 1<<30 && j.IODepth == 64 && j.Direct &&
+				j.Runtime == 5*time.Second && j.TimeBased
+		}, map[string]int64{"bs": 4096, "size": 1 << 30, "iodepth": 64, "direct": 1, "runtime": 5000000, "time_based": 1}},
+	{"io_uring options", []string{"--ioengine=io_uring", "--fixedbufs", "--registerfiles", "--iodepth_batch_submit=16", "--iodepth=64"},
+		func(j Job) bool {
+			return j.IOEngine == EngineIOUring && j.FixedBufs && j.RegisterFiles && j.BatchSubmit == 16
+		}, map[string]int64{"fixedbufs": 1, "registerfiles": 1, "iodepth_batch": 16}},
+	{"iomem", []string{"--ioengine=io_uring", "--iomem=shmhuge"}, func(j Job) bool { return j.HugeMem }, nil},
+	{"file service", []string{"--file_service_type=random:4"},
+		func(j Job) bool { return j.FileService == ServiceRandom && j.FileServiceNr == 4 }, nil},
+	{"readonly", []string{"--readonly"}, func(j Job) bool { return j.ReadOnly }, nil}, // fio: a command-line flag
 }
 
 // TestFioOptionsMeaning checks each case's parse, from the command line
@@ -108,8 +123,10 @@ func TestFioOptionsMeaning(t *testing.T) {
 }
 
 // fioParse runs fio's own parser on opts and returns whether it accepted
-// them and the values it printed. It skips the test where fio is absent.
-func fioParse(t *testing.T, opts []string) (bool, []int64) {
+// them and the values it printed, by option (fio's alias names map to
+// the name fio prints, e.g. iodepth_batch_submit to iodepth_batch). It
+// skips the test where fio is absent.
+func fioParse(t *testing.T, opts []string) (bool, map[string]int64) {
 	t.Helper()
 	bin, err := exec.LookPath("fio")
 	if err != nil {
@@ -120,16 +137,15 @@ func fioParse(t *testing.T, opts []string) (bool, []int64) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
-	var vals []int64
-	seenName := 0
-	for _, m := range regexp.MustCompile(`(?m)handle_option=(\S+),|ret=0, out=(-?\d+)`).FindAllStringSubmatch(out.String(), -1) {
+	vals := map[string]int64{}
+	cur := ""
+	for _, m := range regexp.MustCompile(`(?m) handle_option=(\S+),|ret=0, out=(-?\d+)`).FindAllStringSubmatch(out.String(), -1) {
 		if m[1] != "" {
-			seenName++
+			cur = m[1]
 			continue
 		}
-		if seenName > 2 { // after name and filename
-			n, _ := strconv.ParseInt(m[2], 10, 64)
-			vals = append(vals, n)
+		if _, seen := vals[cur]; cur != "" && !seen {
+			vals[cur], _ = strconv.ParseInt(m[2], 10, 64)
 		}
 	}
 	return err == nil, vals
@@ -145,8 +161,10 @@ func TestFioOptionsAgainstFio(t *testing.T) {
 			t.Errorf("%s: fio refuses %q", c.name, c.opts)
 			continue
 		}
-		if c.fioOut != nil && !slicesEqual(vals, c.fioOut) {
-			t.Errorf("%s: fio parsed %q to %v, the case says %v", c.name, c.opts, vals, c.fioOut)
+		for k, want := range c.fioOut {
+			if got, ok := vals[k]; !ok || got != want {
+				t.Errorf("%s: fio parsed %s of %q to %d (%v), the case says %d", c.name, k, c.opts, got, ok, want)
+			}
 		}
 	}
 	for _, v := range []string{"zipf:1", "zipf:0", "zipf:1.2:1.5", "zipf:1.2:0.5", "pareto:0", "pareto:1", "pareto:0.5",
@@ -158,18 +176,6 @@ func TestFioOptionsAgainstFio(t *testing.T) {
 			t.Errorf("%s: fio accepts: %v; pagebench: %v", opt, fioOK, err)
 		}
 	}
-}
-
-func slicesEqual(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestBareLogOption checks fio's two spellings of a log without a prefix:

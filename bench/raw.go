@@ -30,6 +30,9 @@ type RawConfig struct {
 	// onRead, when set (tests), sees every measured read's file, offset
 	// and bytes on the job's goroutine before the buffer is reused.
 	onRead func(clone int, path string, off int64, p []byte)
+	// onDepth, when set (tests), sees the io_uring reads in flight, the
+	// completing one included, at every completion.
+	onDepth func(inflight int64)
 }
 
 // Report is the outcome of RunRaw: one group per job, in order.

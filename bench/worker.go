@@ -32,12 +32,13 @@ import (
 // the two agree when the files are the same size). Clones start on
 // different files (pos), where fio's would all start on the first.
 type worker struct {
-	job    *Job
-	clone  int
-	align  int // largest O_DIRECT alignment of the files (1 when buffered)
-	base   time.Time
-	onRead func(clone int, path string, off int64, p []byte)
-	stderr io.Writer
+	job     *Job
+	clone   int
+	align   int // largest O_DIRECT alignment of the files (1 when buffered)
+	base    time.Time
+	onRead  func(clone int, path string, off int64, p []byte)
+	onDepth func(inflight int64)
+	stderr  io.Writer
 
 	measureNs int64 // ns after base from which reads count (end of ramp_time)
 	endNs     int64 // ns after base at which to stop; 0: no time limit
@@ -98,7 +99,7 @@ type wfile struct {
 
 func newWorker(job *Job, gid, clone int, files []target, align int, base time.Time, cfg *RawConfig) *worker {
 	w := &worker{
-		job: job, clone: clone, align: align, base: base, onRead: cfg.onRead, stderr: cfg.Stderr,
+		job: job, clone: clone, align: align, base: base, onRead: cfg.onRead, onDepth: cfg.onDepth, stderr: cfg.Stderr,
 		measureNs: int64(job.RampTime),
 		files:     make([]wfile, len(files)),
 		active:    make([]int32, 0, len(files)),
@@ -612,6 +613,9 @@ func (w *worker) handle(c *engine.Completion) {
 				w.finish()
 			}
 		}
+	}
+	if w.onDepth != nil {
+		w.onDepth(w.inflight.Load())
 	}
 	if !w.stopping && w.low < w.job.IODepth {
 		// iodepth_low: let the queue drain to low reads in flight (this
