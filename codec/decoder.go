@@ -100,14 +100,22 @@ type Chunk struct {
 	Encrypted bool
 }
 
+// ChunkOf describes a column chunk of the file at path from its leaf
+// descriptor and compression, as an index entry holds them; every Chunk is
+// built here or by NewChunk, which calls it. meta is the file's key-value
+// metadata, or nil to decode with the Parquet schema's types alone (what
+// the loader does: the index keeps no key-value metadata).
+func ChunkOf(descr *schema.Column, comp compress.Compression, path string, meta metadata.KeyValueMetadata) *Chunk {
+	return &Chunk{Descr: descr, Codec: comp, Path: path, Column: descr.Path(), Meta: meta}
+}
+
 // NewChunk describes column col of row group rg of a file whose footer is
 // md; path is only used in errors.
 func NewChunk(md *metadata.FileMetaData, path string, rg, col int) (*Chunk, error) {
 	if rg < 0 || rg >= md.NumRowGroups() || col < 0 || col >= md.Schema.NumColumns() {
 		return nil, &Error{Op: "chunk", Path: path, Off: -1, Err: kindf(ErrCorrupt, "no column chunk %d of row group %d", col, rg)}
 	}
-	descr := md.Schema.Column(col)
-	c := &Chunk{Descr: descr, Path: path, Column: descr.Path(), Meta: md.KeyValueMetadata()}
+	c := ChunkOf(md.Schema.Column(col), compress.Codecs.Uncompressed, path, md.KeyValueMetadata())
 	cc, err := md.RowGroup(rg).ColumnChunk(col)
 	if err != nil {
 		return nil, c.err("chunk", -1, wrapKind(ErrCorrupt, err, "column chunk metadata"))

@@ -54,7 +54,7 @@ type Loader struct {
 	unitMax  int     // most pages one unit reads
 	dataset  string
 
-	fc      fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
+	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
 	chunks  []*codec.Chunk // lazily made by the producer
 	decs    []*codec.Decoder
 	workers int
@@ -436,7 +436,7 @@ func (l *Loader) openEngine() error {
 			return err
 		}
 	}
-	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
+	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
 	l.dicts.init()
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
