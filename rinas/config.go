@@ -1,17 +1,3 @@
-// Package rinas is pagefeed's loader: the control plane that turns a page
-// index into batches. It implements RINAS's intra-batch unordered fetching
-// (every read of a batch, and of the next Prefetch batches, is in flight at
-// once, and a batch is assembled in completion order) over YOUMU's
-// page-level shuffle, with Reimu's row-group shuffle, a full row shuffle, a
-// sequential stream with a local shuffle buffer, and no shuffle as
-// baselines.
-//
-// Memory is fixed at Open: engine slots, the fetch window and the output
-// token buffers come from pools sized by the Config. A consumer that does
-// not Release its batches blocks Next (backpressure); ctx still ends it.
-//
-// A Loader is used by one goroutine: Next, State and Close must not be
-// called concurrently. Batch.Release may be called from any goroutine.
 package rinas
 
 import (
