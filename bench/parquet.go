@@ -24,6 +24,7 @@ import (
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/index/perm"
 	"github.com/pagefeed/pagefeed/internal/procstat"
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
@@ -718,8 +719,7 @@ func expandParquet(paths []string) ([]string, error) {
 func evictCache(files []string) {
 	for _, path := range files {
 		if f, err := os.Open(path); err == nil {
-			_ = unix.Fdatasync(int(f.Fd()))
-			_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
+			dropCache(int(f.Fd()))
 			f.Close()
 		}
 	}
@@ -798,16 +798,7 @@ func sampleRSS(out *[]int64) (stop func()) {
 }
 
 func affinity() []int {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil {
-		return nil
-	}
-	var cpus []int
-	for i := 0; i < runtime.NumCPU()*2 && i < 1024; i++ {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
+	cpus, _ := pin.Current()
 	return cpus
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/ring"
 )
 
@@ -123,11 +124,7 @@ func (w *worker) lockAndPin() error {
 	if len(sets) == 0 {
 		return nil
 	}
-	var cs unix.CPUSet
-	for _, c := range sets[w.id%len(sets)] {
-		cs.Set(c)
-	}
-	if err := unix.SchedSetaffinity(0, &cs); err != nil {
+	if err := pin.Apply(sets[w.id%len(sets)]); err != nil {
 		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d cpus %v: %w", w.id, sets[w.id%len(sets)], err)}
 	}
 	return nil
@@ -179,7 +176,7 @@ const hugePage = 2 << 20
 func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if !huge {
-		mem, err = unix.Mmap(-1, 0, n, prot, flags|unix.MAP_POPULATE)
+		mem, err = unix.Mmap(-1, 0, n, prot, flags|mapPopulate)
 		return mem, mem, false, err
 	}
 	whole, err = unix.Mmap(-1, 0, n+hugePage, prot, flags)
@@ -188,9 +185,9 @@ func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	}
 	off := int((hugePage - uintptr(unsafe.Pointer(unsafe.SliceData(whole)))%hugePage) % hugePage)
 	mem = whole[off : off+n : off+n]
-	advised = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil && thpMode() != "never"
+	advised = unix.Madvise(mem, madvHugepage) == nil && thpMode() != "never"
 	// Populate now, as MAP_POPULATE does, so that reads never fault.
-	if unix.Madvise(mem, unix.MADV_POPULATE_WRITE) != nil { // before Linux 5.14
+	if unix.Madvise(mem, madvPopulateWrite) != nil { // before Linux 5.14
 		for i := 0; i < len(mem); i += slotAlign {
 			mem[i] = 0
 		}

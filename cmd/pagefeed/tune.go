@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/pagefeed/pagefeed/internal/term"
 
 	"github.com/pagefeed/pagefeed/bench"
 )
@@ -209,8 +209,7 @@ func (b *tuneBar) log(logf func(string, ...any), f string, a ...any) {
 func newTuneBar(stderr io.Writer, per time.Duration) *tuneBar {
 	b := &tuneBar{w: stderr, per: per}
 	if f, ok := stderr.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		b.enabled = err == nil
+		b.enabled = term.IsTerminal(f)
 	}
 	return b
 }
