@@ -169,9 +169,8 @@ const hugePage = 2 << 20
 // the memory starts on a huge-page boundary and is advised MADV_HUGEPAGE,
 // so that transparent huge pages back it where the kernel can: a slot is
 // then physically contiguous, and its read one DMA segment instead of one
-// per 4 KiB page. On the development VM's virtio disk that doubled the
-// loader's 64 KiB bandwidth (and fio's --iomem=shmhuge reads 3.5x what its
-// default buffers do). It returns the mapping to unmap, the memory within
+// per 4 KiB page, which matters where a read's cost is its DMA segments
+// (virtio disks). It returns the mapping to unmap, the memory within
 // it, and whether huge pages were advised with THP enabled.
 func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS

@@ -125,8 +125,8 @@ type Config struct {
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
-	// columns (each batch ahead holds its read slots, and reads into fewer
-	// buffers ran faster); for compressed ones enough for 832 pages (at
+	// columns (each batch ahead holds its read slots, and a smaller set of
+	// read buffers reads faster); for compressed ones enough for 832 pages (at
 	// most 256 MiB of read slots, each as large as the largest page, and
 	// 128 MiB of decoded pages, their size read from sampled page
 	// headers), since decoding loads the cores and the disk's tail latency
@@ -164,9 +164,8 @@ type Config struct {
 	// Engine configures the data plane. Engine.Workers defaults to
 	// GOMAXPROCS (decoding runs on the workers), or half of it (at least
 	// one) when every page of the column is stored uncompressed: decoding
-	// those is cheap, and on this project's 2-core VM one ring then read
-	// 64 KiB pages 4–21% faster than two and 8 KiB pages 9–11% faster,
-	// with a lower batch p99. Ignored when SharedEngine is set.
+	// those is cheap, and fewer rings keep more reads in each. Ignored
+	// when SharedEngine is set.
 	Engine       engine.Options
 	SharedEngine *engine.Engine
 	// Index configures the index build; SharedIndex skips the build.

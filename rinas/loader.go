@@ -233,27 +233,17 @@ const (
 //
 // Batches are handed over in order, so the device idles behind one slow
 // read unless enough is in flight past it; but every batch read ahead
-// holds its slots, and on this project's virtio disk reads into a larger
-// set of buffers are slower. With slots on transparent huge pages, 64 KiB
-// uncompressed pages in batches of 64 (4 GiB dataset, depth 32) read
-// 4.9-5.0 GB/s with 2 batches ahead, 4.1-4.5 with 4, 3.7-4.0 with 8 and
-// 3.3 with 29, the 128 MiB window this rule used to give them (on 4 KiB
-// pages the larger window had looked better). 8 KiB pages ran as fast
-// with 2 as with 7 or 31, and their batch p99 grew from 3 ms to 5 and
-// 7 ms: the consumer runs ahead and then waits longer on the straggler.
+// holds its slots, and reads into a larger set of buffers are slower
+// where a read's cost is its DMA segments. Uncompressed pages are
+// read-bound and keep autoSmallPrefetch batches ahead: more reads no
+// faster and lengthen the batch tail (the consumer runs ahead, then waits
+// longer on the straggler).
 //
-// Compressed pages are decode-bound, and with both cores decoding the same
-// disk's latency grows tenfold (fio at 32 KiB, depth 32: p99 0.8 ms alone,
-// 4.5 ms and p99.9 30 ms beside a decode loop), so they want a longer
-// window. 30 KiB zstd pages of 64 KiB in batches of 64 (4 GiB dataset,
-// huge-page slots) decoded 13.7k pages/s with 2 batches ahead, 14.0-14.7k
-// with 4, 17.8-18.6k with 7, 19.6-20.3k with 12, 19.8-19.9k with 16,
-// 18.4-19.3k with 24 and 17.7-18.5k with 32.
-//
-// Every page read ahead is also decoded ahead, so large pages bound the
-// window by their decoded size (decoded, 0 when unknown): 832 zstd pages
-// of 1 MiB held 790 MiB and decoded 1.18-1.23k pages/s, where 2 batches
-// ahead held 300-360 MiB and decoded 1.48-1.56k.
+// Compressed pages are decode-bound, and decoding on every core lengthens
+// the disk's tail latency, so they want a longer window: autoDecodePages
+// pages, bounded by autoSlotBytes of read slots. Every page read ahead is
+// also decoded ahead, so large pages bound the window by their decoded
+// size too (decoded, 0 when unknown; autoDecodeBytes).
 func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 	if !compressed {
 		return autoSmallPrefetch
