@@ -53,6 +53,35 @@ func countIDs(b *rinas.Batch, seen map[int64]int) {
 	}
 }
 
+// drain reads l to the end of its epochs, marking each id; it returns the
+// rows read.
+func drain(ctx context.Context, l *rinas.Loader, seen map[int64]int) (int, error) {
+	rows := 0
+	for {
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return rows, err
+		}
+		rows += b.Rows
+		countIDs(b, seen)
+		b.Release() // nothing of b is valid after this
+	}
+}
+
+// twice counts the ids seen more than once.
+func twice(seen map[int64]int) int {
+	n := 0
+	for _, c := range seen {
+		if c > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // Open a loader, read one epoch, and check that every row came once.
 func ExampleOpen() {
 	dir, cleanup := exampleData()
@@ -65,19 +94,10 @@ func ExampleOpen() {
 	}
 	defer l.Close()
 	seen := map[int64]int{}
-	rows := 0
-	for {
-		b, err := l.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		rows += b.Rows
-		countIDs(b, seen)
-		b.Release() // nothing of b is valid after this
+	rows, err := drain(ctx, l, seen)
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
 	fmt.Println(rows, "rows,", len(seen), "distinct ids")
 	// Output:
@@ -126,25 +146,11 @@ func ExampleLoader_State() {
 		return
 	}
 	defer l.Close()
-	for {
-		b, err := l.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			fmt.Println(err)
-			return
-		}
-		countIDs(b, seen)
-		b.Release()
+	if _, err := drain(ctx, l, seen); err != nil {
+		fmt.Println(err)
+		return
 	}
-	twice := 0
-	for _, n := range seen {
-		if n > 1 {
-			twice++
-		}
-	}
-	fmt.Println(len(seen), "distinct ids,", twice, "delivered twice")
+	fmt.Println(len(seen), "distinct ids,", twice(seen), "delivered twice")
 	// Output:
 	// 800 distinct ids, 0 delivered twice
 }
@@ -190,27 +196,14 @@ func ExampleReshard() {
 			fmt.Println(err)
 			return
 		}
-		for {
-			b, err := l.Next(ctx)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				fmt.Println(err)
-				return
-			}
-			countIDs(b, seen)
-			b.Release()
-		}
+		_, err = drain(ctx, l, seen)
 		l.Close()
-	}
-	twice := 0
-	for _, n := range seen {
-		if n > 1 {
-			twice++
+		if err != nil {
+			fmt.Println(err)
+			return
 		}
 	}
-	fmt.Println(len(states), "states became", len(next), "for world 3;", len(seen), "distinct ids,", twice, "delivered twice")
+	fmt.Println(len(states), "states became", len(next), "for world 3;", len(seen), "distinct ids,", twice(seen), "delivered twice")
 	// Output:
 	// 2 states became 3 for world 3; 800 distinct ids, 0 delivered twice
 }
