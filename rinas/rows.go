@@ -372,7 +372,15 @@ func (l *Loader) readPageSync(g int) (*codec.Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.extendSpan(l.syncD, loc.Chunk, dict, nil, nil, g, preadFile)
+	p, err := l.extendSpan(l.syncD, loc.Chunk, dict, nil, nil, g, preadFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkPage(g, p); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
 }
 
 func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
@@ -451,11 +459,11 @@ func preadFile(path string, off int64, n int) ([]byte, error) {
 	defer f.Close()
 	b := make([]byte, n)
 	m, err := f.ReadAt(b, off)
-	if err == io.EOF && m > 0 {
-		err = nil
+	if err == io.EOF {
+		return nil, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", m, n)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rinas: read %s at offset %d: %w", path, off, err)
 	}
-	return b[:m], nil
+	return b, nil
 }
