@@ -109,6 +109,9 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
+	if l.finished { // resumed after the run's last epoch
+		return
+	}
 	ctx := l.ctx
 	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
 	for {

@@ -139,9 +139,6 @@ func (r *rowStream) restore(refs []RowRef) error {
 	for _, ref := range refs {
 		p := pages[ref.Page]
 		if p == nil {
-			if ref.Page >= uint64(r.l.ix.NumPages(0)) {
-				return fmt.Errorf("%w: pending row of page %d beyond the dataset's %d pages", ErrState, ref.Page, r.l.ix.NumPages(0))
-			}
 			var err error
 			if p, err = r.l.readPageSync(int(ref.Page)); err != nil {
 				return err
@@ -150,7 +147,19 @@ func (r *rowStream) restore(refs []RowRef) error {
 		}
 		a := p.Array()
 		if int(ref.Row) >= a.Len() {
-			return fmt.Errorf("%w: pending row %d of page %d, which has %d rows", ErrState, ref.Row, ref.Page, a.Len())
+			return stateErr("pending", "row %d of page %d, which has %d rows", ref.Row, ref.Page, a.Len())
+		}
+		if ref.Tok > 0 {
+			// Only a list row's tokens can be partly delivered, and at
+			// most all of them (its EOS may still be due).
+			n := 0
+			if la, ok := a.(*array.List); ok && !la.IsNull(int(ref.Row)) {
+				lo, hi := la.ValueOffsets(int(ref.Row))
+				n = int(hi - lo)
+			}
+			if int(ref.Tok) > n {
+				return stateErr("pending", "row %d of page %d: %d tokens delivered of its %d", ref.Row, ref.Page, ref.Tok, n)
+			}
 		}
 		a.Retain()
 		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row)})
