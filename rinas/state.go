@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/pagefeed/pagefeed/index/perm"
 )
 
 // RowRef names one row: a global page number (of the loaded column) and
@@ -145,8 +147,38 @@ func (l *Loader) checkState(s *State) error {
 			return stateErr("pending", "row %d of page %d is listed twice", r.Row, r.Page)
 		}
 		seen[k] = true
+		// A pending row was taken in with its unit: a unit of this rank
+		// still ahead would deliver it again. (A unit below Start, or of
+		// another rank's positions after Reshard, was taken in by the
+		// world; this rank cannot tell more.)
+		pos, ok := l.unitPos(sh.Perm, r)
+		if !ok {
+			return stateErr("pending", "row %d of page %d is beyond the page's rows", r.Row, r.Page)
+		}
+		if pos >= s.Start && (pos-s.Start)%uint64(s.World) == uint64(s.Rank) && !s.consumed(pos) {
+			return stateErr("pending", "row %d of page %d belongs to a unit not yet taken in (position %d)", r.Row, r.Page, pos)
+		}
 	}
 	return nil
+}
+
+// unitPos returns the epoch position (in p) of the unit that delivers row
+// r, or false when r's row is beyond what the index says its page holds
+// (row mode, where the unit is the row).
+func (l *Loader) unitPos(p perm.Perm, r RowRef) (uint64, bool) {
+	g := int(r.Page)
+	switch l.cfg.Shuffle {
+	case ShuffleNone, ShuffleStream:
+		return uint64(g), true
+	case ShuffleRowGroup:
+		return p.Position(uint64(l.ix.Locate(0, g).Chunk)), true
+	case ShuffleRow:
+		if int64(r.Row) >= l.rowStart[g+1]-l.rowStart[g] {
+			return 0, false
+		}
+		return p.Position(uint64(l.rowStart[g] + int64(r.Row))), true
+	}
+	return p.Position(uint64(g)), true
 }
 
 // consumed reports whether global position pos is taken in by the state's

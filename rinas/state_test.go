@@ -90,6 +90,13 @@ func TestStateFieldsValidated(t *testing.T) {
 			p := s.Start + (s.Done+5)*2 + 1
 			s.Exclude = []uint64{p, p - 2}
 		}, "exclude"},
+		{"pending row of a unit still ahead", false, func(s *State, c *Config) {
+			// Rows of the shard's last page: its unit is not taken in yet.
+			l := openT(t, *c)
+			sh, _ := l.perm(s.Epoch).Shard(s.Start, s.Rank, s.World)
+			g := sh.At(sh.Len() - 1)
+			s.Pending = []RowRef{{Page: g, Row: 0}}
+		}, "pending"},
 		{"pending row twice", false, func(s *State, c *Config) { s.Pending = append(s.Pending, s.Pending[0]) }, "pending"},
 		{"pending page past the dataset", false, func(s *State, c *Config) { s.Pending[0].Page = 1 << 40 }, "pending"},
 		{"pending row past its page", false, func(s *State, c *Config) { s.Pending[0].Row = 1 << 20 }, "pending"},
