@@ -63,7 +63,7 @@ func UnmarshalState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
 	if s.Version != stateVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrState, s.Version, stateVersion)
+		return nil, stateErr("version", "%d, this loader reads version %d", s.Version, stateVersion)
 	}
 	return &s, nil
 }
