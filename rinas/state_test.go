@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tokensState returns a tokens-output configuration on the v2 dataset and
@@ -174,4 +175,60 @@ func TestResumeFinishedRun(t *testing.T) {
 	rcfg.Epochs = 2
 	ids, _, _ = drain(t, openT(t, rcfg), -1)
 	checkExactlyOnce(t, ids, ds.rows)
+}
+
+// TestResumeStateWithoutOutput: States written before State.Output was
+// recorded (no "output" field) still resume.
+func TestResumeStateWithoutOutput(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "id")
+	cfg.BatchRows, cfg.BatchPages = 50, 2
+	head, _, states := drain(t, openT(t, cfg), 5)
+	b, err := MarshalState(states[len(states)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(b), `,"output":"arrow"`, "", 1)
+	if old == string(b) {
+		t.Fatalf("state %s has no output field to drop", b)
+	}
+	st, err := UnmarshalState([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resume = st
+	rest, _, _ := drain(t, openT(t, cfg), -1)
+	checkExactlyOnce(t, append(head, rest...), ds.rows)
+}
+
+// TestReshardRejectsOverflowingStates: a rank whose Done would wrap
+// Start + Done·World, or that claims to be absurdly far ahead of the
+// others, is refused at once instead of looping over the gap.
+func TestReshardRejectsOverflowingStates(t *testing.T) {
+	mk := func(rank int, done uint64) *State {
+		return &State{Version: stateVersion, Dataset: "d", Shuffle: "page", Seed: 1, Start: 10, Rank: rank, World: 2, Done: done}
+	}
+	for _, tc := range []struct {
+		name   string
+		states []*State
+	}{
+		{"wraps", []*State{mk(0, 0), mk(1, 1<<63)}},
+		{"far ahead", []*State{mk(0, 0), mk(1, 1<<40)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() {
+				_, err := Reshard(tc.states, 3)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "field done:") {
+					t.Fatalf("Reshard: %v, want ErrState naming field done", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Reshard still running after 5 s")
+			}
+		})
+	}
 }
