@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
@@ -386,4 +387,36 @@ func TestFaultsProducerFailureEndsWait(t *testing.T) {
 		t.Fatalf("Next: %v, want the producer's error", got)
 	}
 	t.Logf("Next: %v", got)
+}
+
+// TestIsCorruptionClassifies: SkipBadPages skips what IsCorruption
+// accepts: corruption from codec, index and the loader itself, wrapped as
+// they arrive; never I/O errors, unsupported pages, limits or
+// cancellation.
+func TestIsCorruptionClassifies(t *testing.T) {
+	codecErr := func(kind error) error {
+		return &codec.Error{Op: "decode", Path: "/d/f.parquet", Column: "id", Off: 4, Err: fmt.Errorf("%w: detail", kind)}
+	}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		corrupt bool
+	}{
+		{"codec corrupt", codecErr(codec.ErrCorrupt), true},
+		{"codec crc", codecErr(codec.ErrCRC), true},
+		{"index corrupt", &index.Error{Op: "offset_index", Path: "/d/f.parquet", Off: 9, Err: fmt.Errorf("%w: x", index.ErrCorrupt)}, true},
+		{"page rows", pageErrorf("check rows", "/d/f.parquet", 4, ErrPageRows, "3 rows"), true},
+		{"file changed", pageErrorf("read", "/d/f.parquet", 4, ErrFileChanged, "short"), true},
+		{"wrapped twice", fmt.Errorf("batch: %w", codecErr(codec.ErrCorrupt)), true},
+		{"EIO", &engine.Error{Op: "read", Path: "/d/f.parquet", Off: 4, Err: unix.EIO}, false},
+		{"ENOMEM", &engine.Error{Op: "read", Path: "/d/f.parquet", Off: 4, Err: unix.ENOMEM}, false},
+		{"unsupported", codecErr(codec.ErrUnsupported), false},
+		{"page too large", codecErr(codec.ErrPageTooLarge), false},
+		{"not parquet", &index.Error{Op: "footer", Path: "/d/f.parquet", Err: index.ErrNotParquet}, false},
+		{"cancelled", context.Canceled, false},
+	} {
+		if got := IsCorruption(tc.err); got != tc.corrupt {
+			t.Errorf("%s: IsCorruption(%v) = %v, want %v", tc.name, tc.err, got, tc.corrupt)
+		}
+	}
 }
