@@ -408,6 +408,25 @@ func (l *Loader) checkPage(g int, p *codec.Page) error {
 	return nil
 }
 
+// checkEmptyPage reads the header of page g, which the offset index says
+// holds no row, and fails unless it holds no value either.
+func (l *Loader) checkEmptyPage(g int) error {
+	loc := l.ix.Locate(0, g)
+	path := l.ix.File(loc.File).Path
+	b, err := preadFile(path, loc.Offset, min(int(loc.Size), 4096))
+	if err != nil {
+		return err
+	}
+	h, _, err := codec.ParsePageHeader(b)
+	if err != nil {
+		return &codec.Error{Op: "parse header", Path: path, Column: l.ix.Column(0).Path, Off: loc.Offset, Err: err}
+	}
+	if h.NumValues() != 0 {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows, "%d values, the offset index says the page holds no row", h.NumValues())
+	}
+	return nil
+}
+
 func (l *Loader) chunkEnd(c int) int {
 	ci := l.ix.Chunk(0, c)
 	return ci.FirstPage + ci.NumPages

@@ -187,6 +187,13 @@ func (l *Loader) plan() error {
 					ErrConfig, l.ix.File(loc.File).Path)
 			}
 			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
+			if loc.NumRows == 0 {
+				// No row maps to a page the index calls empty, so it is
+				// never read: make sure now that it holds nothing.
+				if err := l.checkEmptyPage(g); err != nil {
+					return err
+				}
+			}
 		}
 		l.nUnits = uint64(l.rowStart[n])
 	case ShuffleRowGroup:

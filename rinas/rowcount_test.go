@@ -293,3 +293,34 @@ func countRowsWithin(t *testing.T, cfg Config) (int, error) {
 		return 0, nil
 	}
 }
+
+// TestOffsetIndexEmptyPageChecked: the row shuffle never reads a page the
+// offset index says holds no row (no row maps to it), so Open checks
+// such a page's header: here the last page of a row group claims none
+// (its first_row_index moved to the row group's end) while it holds
+// values, and Open fails with ErrPageRows naming it.
+func TestOffsetIndexEmptyPageChecked(t *testing.T) {
+	ds := copyDataset(t, manyPages(t))
+	truth := buildIndex(t, ds)
+	victim := ds.paths[0]
+	c := truth.Chunk(0, 0)
+	last := c.FirstPage + c.NumPages - 1
+	loc := truth.Locate(0, last)
+	lieAboutRows(t, victim, c.NumPages-1, c.NumRows-loc.FirstRow)
+	ix := buildIndex(t, ds)
+	if n := ix.Locate(0, last).NumRows; n != 0 {
+		t.Fatalf("the lie left page %d with %d rows", last, n)
+	}
+	cfg := baseConfig(ds, "id")
+	cfg.SharedIndex = ix
+	cfg.Shuffle, cfg.BatchRows = ShuffleRow, 64
+	l, err := Open(context.Background(), cfg)
+	if err == nil {
+		l.Close()
+		t.Fatal("Open accepted a page the index calls empty that holds values")
+	}
+	var pe *PageError
+	if !errors.Is(err, ErrPageRows) || !errors.As(err, &pe) || pe.Path != victim || pe.Off != loc.Offset {
+		t.Fatalf("Open: %v, want ErrPageRows naming %s at offset %d", err, victim, loc.Offset)
+	}
+}
