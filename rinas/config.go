@@ -188,7 +188,8 @@ type Config struct {
 	SharedIndex *index.Index
 
 	// Resume, when set, continues exactly from a State taken by a Loader
-	// of the same dataset and seed.
+	// of the same dataset, seed, shuffle, output and rank; Open refuses
+	// any other with ErrState naming the field that does not fit.
 	Resume *State
 
 	// SkipBadPages drops a unit (a page, row or row group) whose page is

@@ -30,6 +30,14 @@ type RowRef struct {
 // order, or the rest of a page), and RNG is the shuffle buffer's generator.
 // Resuming re-reads the Pending rows' pages first, so every row is
 // delivered exactly once across the checkpoint.
+//
+// A State is input like any file: Open checks every field against the
+// loader (version, dataset, seed, shuffle, output, rank and world, the
+// epoch within Config.Epoch..Epoch+Epochs, positions within the epoch's
+// units, pending rows within their pages and taken in with their units)
+// and refuses one that does not fit with ErrState naming the field. A
+// State taken after the run's last epoch (EpochEnd) resumes a finished
+// loader: Next returns io.EOF.
 type State struct {
 	Version  int      `json:"version"`
 	Dataset  string   `json:"dataset"` // fingerprint of the files and column
