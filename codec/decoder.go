@@ -100,14 +100,22 @@ type Chunk struct {
 	Encrypted bool
 }
 
+// ChunkOf describes a column chunk of the file at path from its leaf
+// descriptor and compression, as an index entry holds them; every Chunk is
+// built here or by NewChunk, which calls it. meta is the file's key-value
+// metadata, or nil to decode with the Parquet schema's types alone (what
+// the loader does: the index keeps no key-value metadata).
+func ChunkOf(descr *schema.Column, comp compress.Compression, path string, meta metadata.KeyValueMetadata) *Chunk {
+	return &Chunk{Descr: descr, Codec: comp, Path: path, Column: descr.Path(), Meta: meta}
+}
+
 // NewChunk describes column col of row group rg of a file whose footer is
 // md; path is only used in errors.
 func NewChunk(md *metadata.FileMetaData, path string, rg, col int) (*Chunk, error) {
 	if rg < 0 || rg >= md.NumRowGroups() || col < 0 || col >= md.Schema.NumColumns() {
 		return nil, &Error{Op: "chunk", Path: path, Off: -1, Err: kindf(ErrCorrupt, "no column chunk %d of row group %d", col, rg)}
 	}
-	descr := md.Schema.Column(col)
-	c := &Chunk{Descr: descr, Path: path, Column: descr.Path(), Meta: md.KeyValueMetadata()}
+	c := ChunkOf(md.Schema.Column(col), compress.Codecs.Uncompressed, path, md.KeyValueMetadata())
 	cc, err := md.RowGroup(rg).ColumnChunk(col)
 	if err != nil {
 		return nil, c.err("chunk", -1, wrapKind(ErrCorrupt, err, "column chunk metadata"))
@@ -213,7 +221,11 @@ func (d *Decoder) Dictionary(c *Chunk, pageBytes []byte, off int64) (dict *Dicti
 		return nil, c.err("dictionary", off, kindf(ErrPageTooLarge, "dictionary claims %d values", h.Dict.NumValues))
 	}
 	if enc := parquet.Encoding(h.Dict.Encoding); enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
-		return nil, c.err("dictionary", off, kindf(ErrUnsupported, "dictionary page encoding %d", h.Dict.Encoding))
+		kind := ErrUnsupported
+		if !knownEncoding(enc) {
+			kind = ErrCorrupt
+		}
+		return nil, c.err("dictionary", off, kindf(kind, "dictionary page encoding %s", encName(enc)))
 	}
 	buf := make([]byte, h.UncompressedSize)
 	if err := d.dec.decompress(c.Codec, buf, body); err != nil {
@@ -548,8 +560,15 @@ func checkEncoding(c *Chunk, enc parquet.Encoding, dict *Dictionary) error {
 			return nil
 		}
 	}
+	if !knownEncoding(enc) {
+		return kindf(ErrCorrupt, "encoding %s is not a Parquet encoding", encName(enc))
+	}
 	return kindf(ErrUnsupported, "encoding %s for %s column", encName(enc), c.Descr.PhysicalType())
 }
+
+// knownEncoding reports whether e is an encoding the Parquet format
+// defines: any other value is a corrupt header, not an unsupported page.
+func knownEncoding(e parquet.Encoding) bool { return e >= 0 && e <= 9 && e != 1 }
 
 func encName(e parquet.Encoding) string {
 	if e >= 0 && e <= 9 {

@@ -16,7 +16,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
-	"golang.org/x/sys/unix"
 )
 
 // Options configures Build. Zero fields take the defaults of fill.
@@ -48,9 +47,9 @@ type Options struct {
 	// call returns, so each pass (footers, offset indexes, every round of
 	// a header walk) hands the reader consecutive chunks of its batch,
 	// each naming at most MaxOpenFiles files and read with the reader's
-	// full parallelism; the index does not depend on it. Default: a
-	// quarter of the soft RLIMIT_NOFILE (256 under 1024), at least 8,
-	// leaving the rest to the caller (rinas's file cache takes half).
+	// full parallelism; the index does not depend on it. Default:
+	// engine.OpenFileBudget(4), a quarter of the soft RLIMIT_NOFILE (256
+	// under 1024), leaving the rest to the caller.
 	// The default readers hold one descriptor per file, plus one for a
 	// range longer than the engine's slot.
 	MaxOpenFiles int
@@ -74,20 +73,9 @@ func (o Options) fill(paths []string) Options {
 		o.WalkReadSize = defaultWalkRead
 	}
 	if o.MaxOpenFiles <= 0 {
-		o.MaxOpenFiles = nofileBudget()
+		o.MaxOpenFiles = engine.OpenFileBudget(4)
 	}
 	return o
-}
-
-// nofileBudget is MaxOpenFiles' default: a quarter of RLIMIT_NOFILE's soft
-// limit (the Go runtime raises it to the hard limit at start), at least 8.
-// It is read at each Build, so that a limit lowered since start counts.
-func nofileBudget() int {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
-		return 256
-	}
-	return int(min(max(rl.Cur/4, 8), 1<<20))
 }
 
 // footerTailRead is the first read at the end of each file: most footers fit
@@ -125,7 +113,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	start := time.Now()
 	opts = opts.fill(paths)
 	userReader := opts.Reader != nil
-	files, err := expandPaths(paths, opts.Logf)
+	files, err := ExpandPaths(paths, opts.Logf)
 	if err != nil {
 		return nil, err
 	}
@@ -192,8 +180,18 @@ func isParquetName(name string) bool {
 	return ext == ".parquet" || ext == ".parq" || ext == ".pq"
 }
 
-// expandPaths lists the files named by paths, with their size and mtime.
-func expandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) {
+// ExpandPaths lists the files named by paths, with their size and mtime,
+// as Build reads them: a file named explicitly is taken whatever its name;
+// a directory is walked recursively for files named *.parquet, *.parq or
+// *.pq, skipping folders whose names start with "." or "_", our sidecars,
+// and (with a notice to logf, which may be nil) other names and
+// non-regular files; a glob pattern expands to files and directories,
+// and matching nothing is an error wrapping ErrEmpty. A file named twice
+// is listed once, where it is first named.
+func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
 	var out []FileInfo
 	seen := map[string]bool{}
 	add := func(p string, st fs.FileInfo) error {
@@ -620,7 +618,7 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error {
 	budget := b.opts.MaxOpenFiles
 	if budget <= 0 {
-		budget = nofileBudget() // a builder made without fill
+		budget = engine.OpenFileBudget(4) // a builder made without fill
 	}
 	for lo := 0; ; {
 		hi, nfiles := lo, 0
