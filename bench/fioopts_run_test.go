@@ -61,6 +61,9 @@ func TestOffsetIncrement(t *testing.T) {
 		_, offs := runOpts(t, append([]string{"--name=o", "--filename=" + path, "--bs=4k", "--rw=read", "--numjobs=3"}, c.opts...)...)
 		for k, start := range c.starts {
 			got := offs[k]
+			if len(got) > 0 && got[0] != start {
+				t.Errorf("%q: clone %d began at %d, not at its offset %d", c.opts, k, got[0], start)
+			}
 			sort.Slice(got, func(a, b int) bool { return got[a] < got[b] })
 			if int64(len(got)) != c.span/blk || got[0] != start || got[len(got)-1] != start+c.span-blk {
 				t.Errorf("%q: clone %d read %d blocks from %d to %d; want %d from %d", c.opts, k, len(got), got[0], got[len(got)-1], c.span/blk, start)

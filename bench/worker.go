@@ -127,9 +127,10 @@ func newWorker(job *Job, gid, clone int, files []target, align int, base time.Ti
 				f.rmap = newRandomMap(f.nblocks)
 			}
 		}
-		if job.RW == Read && clone > 0 {
+		if job.RW == Read && clone > 0 && job.OffsetIncrement == 0 && job.OffsetIncrementPct == 0 {
 			// Clones of a sequential job start spread over each file, as
-			// separate fio jobs on one file would overlap otherwise anyway.
+			// separate fio jobs on one file would overlap otherwise anyway;
+			// with offset_increment each starts at its own offset, as in fio.
 			f.seq = uint64(clone) * f.nblocks / uint64(job.NumJobs)
 		}
 		blocks += int64(f.nblocks)
