@@ -39,6 +39,11 @@ func TestBadInput(t *testing.T) {
 		{"bad runtime", []string{"--name=a", "--filename=" + file, "--runtime=5x"}, "time"},
 		{"compare bad flag", []string{"--compare-fio", "--pairs=x"}, "--compare-fio"},
 		{"compare bad size", []string{"--compare-fio", "--size=1k"}, "size"},
+		{"compare bad mode", []string{"--compare-fio", "--mode=fastest"}, "--mode"},
+		{"write workload", []string{"--name=a", "--filename=" + file, "--rw=randwrite"}, "pagebench only reads"},
+		{"verify", []string{"--name=a", "--filename=" + file, "--verify=crc32c"}, "pagebench only reads"},
+		{"output format", []string{"--name=a", "--filename=" + file, "--output-format=json,terse"}, `"terse" is not normal, json or json+`},
+		{"output dir", []string{"--name=a", "--filename=" + file, "--output=" + filepath.Join(dir, "no", "such", "out")}, "--output"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,5 +108,29 @@ func TestHelp(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := runMain([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "--iodepth") {
 		t.Errorf("exit %d, stdout %q", code, stdout.String())
+	}
+}
+
+// TestOutputFile checks --output with two formats: the file holds json+
+// (clat bins) then the normal report, and nothing goes to stdout.
+func TestOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "data")
+	if err := os.WriteFile(file, make([]byte, 64<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.txt")
+	var stdout, stderr bytes.Buffer
+	if code := runMain([]string{"--name=a", "--filename=" + file, "--output=" + out, "--output-format=json+,normal"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if stdout.Len() != 0 || !strings.Contains(s, `"bins"`) || !strings.Contains(s, "Run status group 0") ||
+		strings.Index(s, `"bins"`) > strings.Index(s, "Run status group 0") {
+		t.Errorf("stdout %q; file:\n%s", stdout.String(), s)
 	}
 }
