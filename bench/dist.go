@@ -182,7 +182,9 @@ func (s *sampler) next(r *rng) uint64 {
 		sum = (sum + 11) / 12
 		if s.sd > 0 {
 			dev := int64(r.below(uint64(s.sd))) - s.sd/2
-			for dev+int64(sum) >= int64(n) {
+			// fio halves the deviation until it fits; a zero one ends the
+			// loop (sum itself may be n, which the modulo below wraps).
+			for dev != 0 && dev+int64(sum) >= int64(n) {
 				dev /= 2
 			}
 			sum = uint64(max(int64(sum)+dev, 0))

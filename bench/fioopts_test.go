@@ -200,3 +200,29 @@ func TestBareLogOption(t *testing.T) {
 		t.Errorf("--write_iops_log pfx: %q", j.IOPSLog)
 	}
 }
+
+// FuzzDistribution checks that no random_distribution value panics, that
+// an accepted one prints back to a value that parses to itself, and that
+// its sampler stays within the blocks.
+func FuzzDistribution(f *testing.F) {
+	for _, s := range []string{"zipf:1.2", "pareto:0.3:0.25", "normal:5", "normal:0:1", "random", "zipf", "zipf:-3", "zipf:1e308"} {
+		f.Add(s, uint64(1000))
+	}
+	f.Fuzz(func(t *testing.T, v string, n uint64) {
+		d, err := ParseDistribution(v)
+		if err != nil {
+			return
+		}
+		if d2, err := ParseDistribution(d.String()); err != nil || d2 != d {
+			t.Fatalf("%q parsed to %v, which reparses to %v (%v)", v, d, d2, err)
+		}
+		n = n%100000 + 1 // zipf's setup sums up to n terms
+		r := rng{s: n}
+		s := newSampler(d, n, &r)
+		for range 64 {
+			if b := s.next(&r); b >= n {
+				t.Fatalf("%v over %d blocks: block %d", d, n, b)
+			}
+		}
+	})
+}

@@ -260,7 +260,9 @@ func FuzzJobFile(f *testing.F) {
 			t.Fatal("no jobs and no error")
 		}
 		for _, js := range s.Jobs {
-			if j, err := js.Resolve(); err == nil && (j.BS < 1 || j.IODepth < 1 || j.IODepth > MaxIODepth || j.NumJobs < 1) {
+			if j, err := js.Resolve(); err == nil && (j.BS < 1 || j.IODepth < 1 || j.IODepth > MaxIODepth || j.NumJobs < 1 ||
+				j.BatchSubmit < 0 || j.BatchSubmit > j.IODepth || j.BatchCompleteMax < j.BatchCompleteMin ||
+				j.BatchCompleteMin > j.IODepth || j.IODepthLow > j.IODepth || j.Offset < 0 || j.LogAvgMsec < 0) {
 				t.Fatalf("resolved out of range: %+v", j)
 			}
 		}
