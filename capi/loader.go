@@ -348,3 +348,6 @@ func reshardJSON(in []byte, world int) ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
+
+// goString copies a C string into Go (for tests, which cannot use cgo).
+func goString(p unsafe.Pointer) string { return C.GoString((*C.char)(p)) }
