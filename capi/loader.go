@@ -51,6 +51,8 @@ type loaderEnt struct {
 	l      *rinas.Loader
 	ctx    context.Context
 	cancel context.CancelFunc
+	n      int64 // lenOf at open: pf_len never waits for a blocked pf_next
+	isRows bool
 }
 
 // batchEnt is one batch handed out. refs counts the caller's reference
@@ -76,6 +78,7 @@ func openLoader(cfgJSON []byte) (int64, error) {
 		return 0, err
 	}
 	e := &loaderEnt{l: l}
+	e.n, e.isRows = lenOf(l)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return register(table.loaders, e), nil
 }
@@ -290,21 +293,24 @@ func stateJSON(h int64) ([]byte, error) {
 // lener is rinas.Loader's batches-per-epoch count, where the loader has it.
 type lener interface{ Len() int }
 
-// loaderLen is the loader's batches per epoch for this rank when
+// lenOf is the loader's batches per epoch for this rank when
 // rinas.Loader has Len; before that, the rows of the dataset divided
 // among the ranks (rounded up), and isRows says so.
-func loaderLen(h int64) (n int64, isRows bool, err error) {
-	err = withLoader(h, func(e *loaderEnt) error {
-		if ln, ok := any(e.l).(lener); ok {
-			n = int64(ln.Len())
-			return nil
-		}
-		st := e.l.State()
-		rows := e.l.Index().NumRows()
-		n, isRows = (rows+int64(st.World)-1)/int64(st.World), true
-		return nil
-	})
-	return n, isRows, err
+func lenOf(l *rinas.Loader) (n int64, isRows bool) {
+	if ln, ok := any(l).(lener); ok {
+		return int64(ln.Len()), false
+	}
+	world := int64(l.State().World)
+	return (l.Index().NumRows() + world - 1) / world, true
+}
+
+// loaderLen returns lenOf, taken at open.
+func loaderLen(h int64) (int64, bool, error) {
+	e := lookup(table.loaders, h)
+	if e == nil {
+		return 0, false, fmt.Errorf("%w: loader %d", errClosed, h)
+	}
+	return e.n, e.isRows, nil
 }
 
 // closeLoader ends a Next blocked on another thread, then closes. Batches
