@@ -111,10 +111,10 @@ def _valid(owner, arr):
     return np.unpackbits(bits, bitorder="little")[off:off + n].astype(bool)
 
 
-def _offsets(owner, arr, wide):
+def _offsets(owner, arr, wide, readonly):
     """arr's offsets rebased to start at 0, and the first one."""
     dt = "<i8" if wide else "<i4"
-    o = view(owner, _buf(arr, 1), (arr.offset + arr.length + 1,), dt)[arr.offset:]
+    o = view(owner, _buf(arr, 1), (arr.offset + arr.length + 1,), dt, readonly)[arr.offset:]
     first = int(o[0]) if len(o) else 0
     if first:
         o = o - first
@@ -144,12 +144,12 @@ def chunk(owner, arr, schema, readonly=True):
     fmt = schema.format
     if fmt in (b"u", b"z", b"U", b"Z"):
         wide = fmt in (b"U", b"Z")
-        o, first = _offsets(owner, arr, wide)
+        o, first = _offsets(owner, arr, wide, readonly)
         size = int(o[-1]) if len(o) else 0
         data = view(owner, _buf(arr, 2), (first + size,), "u1", readonly)[first:]
         return StringArray(o, data, _valid(owner, arr), binary=fmt in (b"z", b"Z"))
     if fmt in (b"+l", b"+L"):
-        o, first = _offsets(owner, arr, fmt == b"+L")
+        o, first = _offsets(owner, arr, fmt == b"+L", readonly)
         child = arr.children[0].contents
         cfmt = schema.children[0].contents.format
         size = int(o[-1]) if len(o) else 0
