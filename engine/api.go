@@ -127,7 +127,10 @@ type Completion struct {
 	Tag  uint64
 	File *File
 	Off  int64
-	Data []byte // exactly the requested bytes; shorter only at end of file
+	// Data is exactly the requested bytes, shorter only where the request
+	// runs past the file's size at Open. A file that shrank since Open
+	// fails the read with ErrChanged rather than deliver fewer bytes.
+	Data []byte
 	// DeviceBytes is what the read moved from the file: Data rounded out
 	// to the O_DIRECT alignment on both ends (equal to len(Data) when
 	// buffered), the bytes a disk-bandwidth figure should count.

@@ -50,7 +50,9 @@ func (e *Engine) fault(s *slot, res int) int {
 	if e.opts.Faults == nil {
 		return res
 	}
-	return clampFault(res, e.opts.Faults.Fault(s.c.File, s.aoff+int64(s.got), s.want-s.got, res))
+	got := clampFault(res, e.opts.Faults.Fault(s.c.File, s.aoff+int64(s.got), s.want-s.got, res))
+	s.injected = got != res
+	return got
 }
 
 // clampFault keeps an injected result honest: it can fail an attempt or
