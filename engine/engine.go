@@ -14,6 +14,9 @@
 //     bytes (fewer only past the file's size at Open) or an error of type
 //     *Error; a file that shrank under a read fails it with ErrChanged.
 //   - Completion.Data stays valid, and its slot stays taken, until Release.
+//   - An io_uring_enter failure retrying cannot fix fails the requests it
+//     did not submit; after several in a row the worker gives up on its
+//     ring, failing the reads left in the kernel and every later request.
 //   - Close waits for every read in flight and every worker goroutine;
 //     calls after Close return ErrClosed. Completions not yet released
 //     stay valid: the last Release unmaps the slot memory.

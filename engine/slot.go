@@ -40,6 +40,13 @@ type slot struct {
 	// injected is set by Engine.fault when the FaultInjector changed this
 	// attempt's result.
 	injected bool
+	// inRing is set while an SQE for the slot is in its worker's ring
+	// (io_uring worker goroutine only).
+	inRing bool
+	// lost marks a slot whose read the kernel may still complete into it
+	// after its worker gave up on the ring: Release keeps it out of the
+	// free list for good.
+	lost bool
 }
 
 // check validates req against the engine's slots.
@@ -164,9 +171,14 @@ func (s *slot) fail(errno syscall.Errno) {
 	if errno == unix.EINVAL && f.direct {
 		err = fmt.Errorf("%w: offset alignment %d, memory alignment %d: %w", ErrAlignment, f.offAlign, f.memAlign, errno)
 	}
+	s.failWith(err)
+}
+
+// failWith records err as the request's read error.
+func (s *slot) failWith(err error) {
 	s.c.Data = nil
 	s.c.DeviceBytes = s.got
-	s.c.Err = &Error{Op: "read", Path: f.path, Off: s.c.Off, Err: err}
+	s.c.Err = &Error{Op: "read", Path: s.c.File.path, Off: s.c.Off, Err: err}
 }
 
 // complete hands the finished slot over: the file's read count drops and
@@ -213,7 +225,9 @@ func (s *slot) release() {
 			s.buf[i] = 0xA5
 		}
 	}
-	w.free <- s.idx // capacity holds every slot: never blocks
+	if !s.lost {
+		w.free <- s.idx // capacity holds every slot: never blocks
+	}
 	q.done()
 	e := w.e
 	if e.taken.Add(-1) == 0 && e.workersDone.Load() {

@@ -266,6 +266,23 @@ func (r *Ring) SQSpace() uint32 {
 // Pending returns the number of SQEs prepared and not yet taken by the kernel.
 func (r *Ring) Pending() uint32 { return r.sqeTail - atomic.LoadUint32(r.sqHead) }
 
+// Withdraw takes back every SQE prepared and not yet taken by the kernel,
+// calling fn with each one's user_data, oldest first, and returns how
+// many: after an io_uring_enter failed, the entries it did not submit
+// would otherwise go to the kernel with the next one. It relies on the
+// kernel taking SQEs only inside io_uring_enter, which holds for every
+// ring New sets up (no SQPOLL).
+func (r *Ring) Withdraw(fn func(userData uint64)) int {
+	head := atomic.LoadUint32(r.sqHead)
+	for i := head; i != r.sqeTail; i++ {
+		fn(r.sqes[i&r.sqMask].UserData)
+	}
+	n := int(r.sqeTail - head)
+	r.sqeTail = head
+	atomic.StoreUint32(r.sqTail, head)
+	return n
+}
+
 // PrepNop makes e a no-op.
 func (e *SQE) PrepNop(userData uint64) {
 	e.Opcode = OpNop

@@ -407,3 +407,37 @@ func TestNewLadderDropsRefusedRungs(t *testing.T) {
 		t.Fatalf("empty ladder: %v", err)
 	}
 }
+
+// TestWithdraw: SQEs taken back after a failed enter never reach the
+// kernel, and the ring goes on from where the kernel stopped.
+func TestWithdraw(t *testing.T) {
+	r := newRing(t, 8)
+	cqes := make([]CQE, 16)
+	submitNops := func(from, n uint64) {
+		for i := from; i < from+n; i++ {
+			r.GetSQE().PrepNop(i)
+		}
+	}
+	submitNops(1, 2)
+	if _, err := r.SubmitAndWait(2); err != nil {
+		t.Fatal(err)
+	}
+	if k := r.Reap(cqes); k != 2 {
+		t.Fatalf("reaped %d", k)
+	}
+	submitNops(10, 3) // as if the enter that would submit them failed
+	var got []uint64
+	if n := r.Withdraw(func(ud uint64) { got = append(got, ud) }); n != 3 || len(got) != 3 || got[0] != 10 || got[2] != 12 {
+		t.Fatalf("Withdraw = %d, %v; want 3, [10 11 12]", n, got)
+	}
+	if r.Pending() != 0 || r.SQSpace() != r.SQEntries() {
+		t.Fatalf("pending %d, space %d after Withdraw", r.Pending(), r.SQSpace())
+	}
+	submitNops(20, 1)
+	if n, err := r.SubmitAndWait(1); err != nil || n != 1 {
+		t.Fatalf("SubmitAndWait = %d, %v; want 1", n, err)
+	}
+	if k := r.Reap(cqes); k != 1 || cqes[0].UserData != 20 {
+		t.Fatalf("reaped %d, first user_data %d; want only 20", k, cqes[0].UserData)
+	}
+}
