@@ -65,6 +65,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Path == "" { // setup and other operations on no file
+		return fmt.Sprintf("engine: %s: %v", e.Op, e.Err)
+	}
 	return fmt.Sprintf("%s %s at offset %d: %v", e.Op, e.Path, e.Off, e.Err)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/ring"
 )
 
@@ -135,12 +136,9 @@ func (w *worker) lockAndPin() error {
 	if len(sets) == 0 {
 		return nil
 	}
-	var cs unix.CPUSet
-	for _, c := range sets[w.id%len(sets)] {
-		cs.Set(c)
-	}
-	if err := unix.SchedSetaffinity(0, &cs); err != nil {
-		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d cpus %v: %w", w.id, sets[w.id%len(sets)], err)}
+	i := w.id % len(sets)
+	if err := pin.Apply(sets[i]); err != nil {
+		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d, CPUSets[%d]: %w", w.id, i, err)}
 	}
 	return nil
 }

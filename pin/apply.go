@@ -20,19 +20,32 @@ const maxSetCPU = len(unix.CPUSet{}) * 64
 // kernel fails the call (EINVAL) when none of them is online or allowed
 // by the process's cpuset.
 func Apply(cpus []int) error {
-	if len(cpus) == 0 {
-		return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: empty", ErrBadCPUSet)}
+	if err := CheckCPUs(cpus); err != nil {
+		return err
 	}
 	var set unix.CPUSet
 	for _, c := range cpus {
-		if c < 0 || c >= maxSetCPU {
-			return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: cpu %d outside [0, %d)", ErrBadCPUSet, c, maxSetCPU)}
-		}
 		set.Set(c)
 	}
 	// pid 0 is the calling thread, not the whole process.
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
 		return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("cpus %s: %w", FormatCPUList(cpus), err)}
+	}
+	return nil
+}
+
+// CheckCPUs reports whether Apply can express cpus: non-empty, each in
+// [0, 1024). It returns an *Error wrapping ErrBadCPUSet otherwise, so a
+// bad set fails where it is configured rather than on the thread that
+// applies it. Whether the CPUs are online is the kernel's to say, in Apply.
+func CheckCPUs(cpus []int) error {
+	if len(cpus) == 0 {
+		return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: empty", ErrBadCPUSet)}
+	}
+	for _, c := range cpus {
+		if c < 0 || c >= maxSetCPU {
+			return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: cpu %d outside [0, %d)", ErrBadCPUSet, c, maxSetCPU)}
+		}
 	}
 	return nil
 }
