@@ -49,7 +49,8 @@ type Options struct {
 	// RingFlags is the io_uring setup-flag ladder, tried first to last,
 	// dropping to the next rung on EINVAL; default ring.Ladder (fio's:
 	// SINGLE_ISSUER|DEFER_TASKRUN, COOP_TASKRUN, none). Info.SetupFlags
-	// says which took.
+	// says which took. SQPOLL and IOPOLL are refused (New fails with
+	// ring.ErrUnsupportedFlags): the workers cannot drive them.
 	RingFlags     []uint32
 	Direct        Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
 	FixedBuffers  Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn

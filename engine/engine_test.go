@@ -1180,3 +1180,20 @@ func TestBatchSubmitChunks(t *testing.T) {
 		t.Fatalf("%d reads in %d enters: more than %d a call", n, st.Enters, batch)
 	}
 }
+
+// TestRingFlagsUnsupported: a RingFlags ladder with SQPOLL or IOPOLL fails
+// New with ring.ErrUnsupportedFlags, with Kind Auto too (it is a
+// configuration error, not a kernel without io_uring).
+func TestRingFlagsUnsupported(t *testing.T) {
+	for _, kind := range []Kind{Auto, IOUring} {
+		for _, f := range []uint32{ring.SetupSQPoll, ring.SetupIOPoll} {
+			e, err := New(Options{Kind: kind, RingFlags: []uint32{f, 0}})
+			if err == nil {
+				e.Close()
+			}
+			if !errors.Is(err, ring.ErrUnsupportedFlags) {
+				t.Errorf("New(%v, RingFlags %s) = %v, want ring.ErrUnsupportedFlags", kind, ring.FlagsString(f), err)
+			}
+		}
+	}
+}

@@ -65,6 +65,11 @@ func (o Options) fill() (Options, error) {
 	if len(o.RingFlags) == 0 {
 		o.RingFlags = ring.Ladder
 	}
+	for i, f := range o.RingFlags {
+		if bad := f & ring.UnsupportedFlags; bad != 0 {
+			return o, fmt.Errorf("engine: RingFlags[%d] %s: %w", i, ring.FlagsString(f), ring.ErrUnsupportedFlags)
+		}
+	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "pagefeed: engine: "+format+"\n", args...)

@@ -31,10 +31,20 @@ import (
 // ErrClosed is returned by calls on a closed Ring.
 var ErrClosed = errors.New("ring: closed")
 
+// ErrUnsupportedFlags is returned by setup for flags whose discipline this
+// binding does not implement: SQPOLL (a kernel thread takes SQEs, and must
+// be woken when it sleeps; Withdraw would race it) and IOPOLL (completions
+// must be polled for, and only O_DIRECT reads of polled block devices
+// complete: not the eventfd wakeup read, nor buffered reads).
+var ErrUnsupportedFlags = errors.New("ring: unsupported setup flags")
+
+// UnsupportedFlags are the setup flags NewWithFlags refuses.
+const UnsupportedFlags = SetupSQPoll | SetupIOPoll
+
 // Error is a failed io_uring system call.
 type Error struct {
 	Op  string // "setup", "enter", "register buffers", ...
-	Err error  // a syscall.Errno
+	Err error  // a syscall.Errno, or ErrUnsupportedFlags at setup
 }
 
 func (e *Error) Error() string { return "ring: " + e.Op + ": " + e.Err.Error() }
@@ -81,7 +91,8 @@ var Ladder = []uint32{
 func New(entries uint32) (*Ring, error) { return NewLadder(entries, Ladder) }
 
 // NewLadder is New with the given ladder of setup flags; the first rung the
-// kernel accepts wins, and only EINVAL moves on to the next.
+// kernel accepts wins, and only EINVAL moves on to the next (a rung with
+// unsupported flags fails the call).
 func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
 	if len(ladder) == 0 {
 		return nil, &Error{Op: "setup", Err: unix.EINVAL}
@@ -100,10 +111,14 @@ func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
 	return nil, err
 }
 
-// NewWithFlags sets up a ring with exactly the given setup flags.
+// NewWithFlags sets up a ring with exactly the given setup flags. SQPOLL
+// and IOPOLL fail with ErrUnsupportedFlags.
 func NewWithFlags(entries uint32, flags uint32) (*Ring, error) {
 	if entries == 0 {
 		return nil, &Error{Op: "setup", Err: unix.EINVAL}
+	}
+	if bad := flags & UnsupportedFlags; bad != 0 {
+		return nil, &Error{Op: "setup", Err: fmt.Errorf("%w: %s", ErrUnsupportedFlags, FlagsString(bad))}
 	}
 	var p params
 	p.Flags = flags

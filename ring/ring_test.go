@@ -441,3 +441,33 @@ func TestWithdraw(t *testing.T) {
 		t.Fatalf("reaped %d, first user_data %d; want only 20", k, cqes[0].UserData)
 	}
 }
+
+// TestUnsupportedFlagsRefused: SQPOLL and IOPOLL rings need a submission
+// and completion discipline this binding does not implement (waking the
+// SQ thread, polling for completions); asking for them fails at setup
+// with ErrUnsupportedFlags instead of a ring that hangs or fails reads.
+func TestUnsupportedFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags uint32
+	}{
+		{"SQPOLL", SetupSQPoll},
+		{"IOPOLL", SetupIOPoll},
+		{"SQPOLL|SINGLE_ISSUER", SetupSQPoll | SetupSingleIssuer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewWithFlags(8, tc.flags)
+			if err == nil {
+				r.Close()
+			}
+			var re *Error
+			if !errors.Is(err, ErrUnsupportedFlags) || !errors.As(err, &re) || re.Op != "setup" {
+				t.Fatalf("NewWithFlags(%s) = %v, want a setup error wrapping ErrUnsupportedFlags", tc.name, err)
+			}
+			// A ladder does not step over it either: it is not EINVAL.
+			if _, err := NewLadder(8, []uint32{tc.flags, 0}); !errors.Is(err, ErrUnsupportedFlags) {
+				t.Fatalf("NewLadder(%s, none) = %v, want ErrUnsupportedFlags", tc.name, err)
+			}
+		})
+	}
+}
