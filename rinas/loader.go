@@ -193,7 +193,12 @@ func (l *Loader) plan() error {
 	case ShuffleRowGroup:
 		l.nUnits = uint64(l.ix.NumChunks())
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			l.unitMax = max(l.unitMax, l.ix.Chunk(0, c).NumPages)
+			ci := l.ix.Chunk(0, c)
+			if ci.NumPages > maxUnitPages {
+				return fmt.Errorf("%w: rowgroup shuffle reads a row group's chunk as one unit of at most %d pages, and row group %d of %s has %d in column %s: use page or row shuffle, or smaller row groups",
+					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(0).Path)
+			}
+			l.unitMax = max(l.unitMax, ci.NumPages)
 		}
 		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
 			l.cfg.BatchPages = 1
