@@ -78,18 +78,24 @@ type Loader struct {
 	pdone  chan struct{} // closed when the producer returns
 
 	// consumer state
-	epoch    uint64
-	shard    perm.Shard
-	done     uint64      // shard units taken in
-	exclude  []uint64    // positions beyond done taken in (resume)
-	waiting  *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err      error       // sticky: the epoch failed
-	cur      *fetchBatch // row batches: the batch whose units are being taken in
-	curNext  int         // next arrival index of cur to take in
-	atEnd    bool        // row batches: the epoch's units are all taken in
-	rows     rowStream
-	tokBufs  chan *tokenBuf
-	finished bool
+	epoch   uint64
+	shard   perm.Shard
+	done    uint64      // shard units taken in
+	exclude []uint64    // positions beyond done taken in (resume)
+	waiting *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err     error       // sticky: the epoch failed
+	cur     *fetchBatch // row batches: the batch whose units are being taken in
+	curNext int         // next arrival index of cur to take in
+	atEnd   bool        // row batches: the epoch's units are all taken in
+	rows    rowStream
+	tokBufs chan *tokenBuf
+	// tokMu orders token buffers coming back (Batch.Release, from any
+	// goroutine) against Close: once tokClosed is set, a buffer coming
+	// back is unmapped instead of parked. tokMapped counts the mapped ones.
+	tokMu     sync.Mutex
+	tokClosed bool
+	tokMapped int
+	finished  bool
 
 	stats Stats
 	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
@@ -471,6 +477,7 @@ func (l *Loader) openEngine() error {
 			if err != nil {
 				return err
 			}
+			l.tokMapped++
 			if !b.locked && i == 0 {
 				l.cfg.Logf("token buffers are not mlock'ed (RLIMIT_MEMLOCK too low)")
 			}
@@ -739,8 +746,15 @@ func (l *Loader) closeAll() error {
 	l.rows.drop()
 	l.dicts.drop()
 	if l.tokBufs != nil {
+		l.tokMu.Lock()
+		l.tokClosed = true // buffers released from here on are unmapped
+		var parked []*tokenBuf
 		for len(l.tokBufs) > 0 {
-			(<-l.tokBufs).free()
+			parked = append(parked, <-l.tokBufs)
+		}
+		l.tokMu.Unlock()
+		for _, tb := range parked {
+			l.unmapTokBuf(tb)
 		}
 	}
 	errs = append(errs, l.fc.closeAll())
@@ -769,4 +783,25 @@ func trimExclude(ex []uint64, pos uint64) []uint64 {
 		i++
 	}
 	return ex[i:]
+}
+
+// putTokBuf takes a token buffer back from a batch, from any goroutine:
+// parked for the next batch, or unmapped once the loader is closed.
+func (l *Loader) putTokBuf(tb *tokenBuf) {
+	l.tokMu.Lock()
+	if !l.tokClosed {
+		l.tokBufs <- tb // capacity holds every buffer: never blocks
+		l.tokMu.Unlock()
+		return
+	}
+	l.tokMu.Unlock()
+	l.unmapTokBuf(tb)
+}
+
+// unmapTokBuf frees a token buffer for good.
+func (l *Loader) unmapTokBuf(tb *tokenBuf) {
+	tb.free()
+	l.tokMu.Lock()
+	l.tokMapped--
+	l.tokMu.Unlock()
 }
