@@ -442,7 +442,7 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 			g := int(sh.At(j))
 			loc := ix.Locate(0, g)
 			ci := ix.Chunk(0, loc.Chunk)
-			ch := &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: ix.File(loc.File).Path, Column: col.Path}
+			ch := &codec.Chunk{Descr: ci.Descr, Codec: ci.Codec, Path: ix.File(loc.File).Path, Column: col.Path}
 			m := maps[loc.File]
 			d := dicts[loc.Chunk]
 			if d == nil && ci.DictSize > 0 {
@@ -581,7 +581,7 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			chunked.Release()
 			res.BatchLat.Record(time.Since(t0).Nanoseconds())
 			res.Batches++
-			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
+			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
 				res.DiskBytes += cc.TotalCompressedSize()
 				res.DecodedBytes += cc.TotalUncompressedSize()
 			}
@@ -860,7 +860,7 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		path := ix.File(loc.File).Path
 		ch := chunks[loc.Chunk]
 		if ch == nil {
-			ch = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: path, Column: col.Path}
+			ch = &codec.Chunk{Descr: ci.Descr, Codec: ci.Codec, Path: path, Column: col.Path}
 			chunks[loc.Chunk] = ch
 			if ci.DictSize > 0 {
 				b, err := readRange(path, ci.DictOffset, int(ci.DictSize))

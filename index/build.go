@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -43,6 +44,12 @@ type Options struct {
 	// WalkReadSize is the read issued at each expected page header during
 	// a header walk; default 64 KiB. Larger headers are re-read whole.
 	WalkReadSize int
+	// SidecarDir, when set, keeps the sidecar in this directory (created
+	// if missing) under a name derived from the files' absolute paths and
+	// the projection, instead of next to the dataset. Default: next to the
+	// dataset, or where its directory is not writable, the user's cache
+	// directory ($XDG_CACHE_HOME/pagefeed, else ~/.cache/pagefeed).
+	SidecarDir string
 	// MaxOpenFiles bounds the files Build asks its reader to hold open at
 	// once. A reader keeps every file of a ReadBatch call open until the
 	// call returns, so each pass (footers, offset indexes, every round of
@@ -136,30 +143,23 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 
 	sidecar := "miss"
 	scPath := ""
-	var old *Index // a stale sidecar's index, for the files that did not change
+	mkdir := false
+	var old *Index // the sidecar's index, for the files that did not change
 	if !opts.NoSidecar {
-		scPath = opts.Sidecar
-		if scPath == "" {
-			scPath = SidecarPath(names, opts.Columns)
-		}
-		lopts := opts
-		if !userReader {
-			// one footer to read: not worth starting an engine
-			lopts.Reader = &PreadReader{Parallelism: 1}
-		}
-		ix, status, err := loadSidecar(ctx, scPath, files, lopts)
-		if err != nil && ix != nil {
-			old = ix
-		}
-		if err == nil {
-			ix.stats.BuildTime = time.Since(start)
-			ix.stats.Sidecar = "hit"
-			ix.stats.SidecarPath = scPath
-			return ix, nil
-		}
-		sidecar = status // "written" when absent, "rebuilt" when unusable
-		if status == "rebuilt" {
-			opts.Logf("sidecar %s not used, rebuilding: %v", scPath, err)
+		var look []string
+		look, scPath, mkdir = sidecarPaths(names, opts)
+		for _, p := range look {
+			ix, status, err := loadSidecar(p, files, opts)
+			if status == "written" && p != look[len(look)-1] {
+				continue // none here; look further
+			}
+			sidecar = status
+			if err == nil {
+				old = ix
+			} else if status == "rebuilt" {
+				opts.Logf("sidecar %s not used, rebuilding: %v", p, err)
+			}
+			break
 		}
 	}
 
@@ -174,14 +174,24 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	if scPath != "" {
-		if err := writeSidecar(scPath, ix); err != nil {
+	switch {
+	case b.hit:
+		sidecar = "hit"
+	case old != nil:
+		sidecar = "rebuilt"
+		opts.Logf("sidecar %s not used whole, rebuilding: %v", scPath, b.stale)
+	}
+	if scPath != "" && !b.hit {
+		if err := writeSidecar(scPath, ix, mkdir); err != nil {
 			opts.Logf("sidecar %s not written: %v", scPath, err)
 			sidecar = "miss"
 		}
 	}
 	ix.stats.Sidecar = sidecar
 	ix.stats.SidecarPath = scPath
+	if !b.hit {
+		ix.stats.Reused = b.reused
+	}
 	ix.stats.BuildTime = time.Since(start)
 	return ix, nil
 }
@@ -293,7 +303,8 @@ type chunkRaw struct {
 
 // fileMeta is what the index keeps of one footer.
 type fileMeta struct {
-	schema  *schema.Schema // kept for the first file only
+	schema  *schema.Schema // dropped once its schema set is known
+	sum     uint64         // hash of the footer (sidecar staleness check)
 	paths   []string       // resolved projection
 	leaves  []int
 	rgRows  []int64
@@ -321,6 +332,8 @@ type builder struct {
 	old     *Index // stale sidecar being reused, or nil
 	oldFile []int  // per file: its number in old, or -1 to index afresh
 	reused  int
+	stale   error // why the sidecar in old is not used whole
+	hit     bool  // old is used whole: every file unchanged, in order
 	files   []FileInfo
 	metas   []fileMeta
 	ncols   int
@@ -498,10 +511,11 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 	return fm, nil
 }
 
-// reuseFrom takes from old (a stale sidecar's index for the same
-// projection) every file whose path, size and mtime are unchanged, so that
-// only the others are read again. The first file's footer is read in any
-// case, for the column descriptors.
+// reuseFrom marks as candidates for reuse the files of old (a sidecar's
+// index for the same projection) whose path, size and mtime are unchanged.
+// Every footer is read in any case, for the column descriptors and the
+// footer hash: checkReuse drops the candidates whose footer changed, so that
+// only the others keep their pages from old.
 func (b *builder) reuseFrom(old *Index) {
 	if old == nil || len(old.cols) == 0 {
 		return
@@ -510,28 +524,63 @@ func (b *builder) reuseFrom(old *Index) {
 	for i, f := range old.files {
 		byPath[f.Path] = i
 	}
-	b.metas = make([]fileMeta, len(b.files))
 	b.oldFile = make([]int, len(b.files))
-	paths := colPaths(old)
 	for f := range b.files {
 		b.oldFile[f] = -1
 		of, ok := byPath[b.files[f].Path]
-		if !ok || old.files[of].Size != b.files[f].Size || !old.files[of].ModTime.Equal(b.files[f].ModTime) {
-			continue
+		switch {
+		case !ok:
+			b.stalef("%s is not in it", b.files[f].Path)
+		case old.files[of].Size != b.files[f].Size || !old.files[of].ModTime.Equal(b.files[f].ModTime):
+			b.stalef("%s changed since it was indexed (size %d→%d, mtime %s→%s)", b.files[f].Path, old.files[of].Size, b.files[f].Size,
+				old.files[of].ModTime.Format(time.RFC3339Nano), b.files[f].ModTime.Format(time.RFC3339Nano))
+		default:
+			b.oldFile[f] = of
+			b.reused++
 		}
-		b.oldFile[f] = of
-		b.reused++
-		m := fileMeta{paths: paths, numRows: old.files[of].NumRows}
-		for c := old.fileRG[of]; c < old.fileRG[of+1]; c++ {
-			m.rgRows = append(m.rgRows, old.rgs[c].numRows)
-			for k := range old.cols {
-				cm := &old.cols[k].chunks[c]
-				m.chunks = append(m.chunks, chunkRaw{codec: cm.codec, start: cm.base})
-			}
-		}
-		b.metas[f] = m
+	}
+	if len(old.files) != len(b.files) {
+		b.stalef("written for %d files, now %d", len(old.files), len(b.files))
 	}
 	b.old = old
+}
+
+// stalef records the first reason the sidecar is not used whole.
+func (b *builder) stalef(format string, args ...any) {
+	if b.stale == nil {
+		b.stale = fmt.Errorf("%w: "+format, append([]any{ErrSidecar}, args...)...)
+	}
+}
+
+// checkReuse runs once every footer is read: a candidate whose footer hash,
+// resolved projection or row groups differ from the sidecar's is read
+// again. It sets b.hit when the sidecar's index can be used whole.
+func (b *builder) checkReuse() {
+	if b.old == nil {
+		return
+	}
+	paths := colPaths(b.old)
+	for f := range b.files {
+		of := b.oldFile[f]
+		if of < 0 {
+			continue
+		}
+		m := &b.metas[f]
+		o := &b.old.files[of]
+		if m.sum != b.old.footSum[of] || len(m.rgRows) != o.NumRowGroups || m.numRows != o.NumRows || !equalStrings(m.paths, paths) {
+			b.stalef("%s changed since it was indexed (its footer differs)", b.files[f].Path)
+			b.oldFile[f] = -1
+			b.reused--
+			continue
+		}
+		if of != f {
+			b.stalef("written for the files in another order")
+		}
+	}
+	if b.stale == nil {
+		b.hit = true
+		return
+	}
 	b.opts.Logf("re-indexing %d of %d files; %d unchanged since the sidecar", len(b.files)-b.reused, len(b.files), b.reused)
 }
 
@@ -565,34 +614,18 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err := b.readFooters(ctx); err != nil {
 		return nil, err
 	}
-	if b.isReused(0) {
-		// read afresh for its schema; its pages still come from the sidecar
-		first := &b.metas[0]
-		if !equalStrings(first.paths, colPaths(b.old)) {
-			return nil, &Error{Op: "schema", Path: b.files[0].Path, Off: -1, Err: fmt.Errorf("%w: projection resolves to other columns than in the sidecar", ErrColumn)}
-		}
+	b.checkReuse()
+	sets, fileSch, err := b.schemaSets()
+	if err != nil {
+		return nil, err
 	}
-	// Every file must resolve the projection to the same leaves, of the
-	// same physical type, as the first.
-	first := &b.metas[0]
-	b.ncols = len(first.paths)
-	for i := 1; i < len(b.metas); i++ {
-		m := &b.metas[i]
-		if len(m.paths) != b.ncols {
-			return nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, b.files[0].Path)}
+	if b.hit {
+		ix := b.old
+		for f := range ix.files {
+			ix.files[f].ModTime = b.files[f].ModTime // the live stat's location
 		}
-		for k := range m.paths {
-			if m.paths[k] != first.paths[k] {
-				return nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: found %q in its place", ErrColumn, m.paths[k])}
-			}
-			if m.schema == nil {
-				continue // reused: checked when it was indexed
-			}
-			if a, c := m.schema.Column(m.leaves[k]).PhysicalType(), first.schema.Column(first.leaves[k]).PhysicalType(); a != c {
-				return nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: physical type %s, %s in %s", ErrColumn, a, c, b.files[0].Path)}
-			}
-		}
-		m.schema = nil
+		ix.attach(sets, fileSch, b.metas)
+		return ix, nil
 	}
 	b.base = make([]int, len(b.files)+1)
 	for i := range b.metas {
@@ -606,7 +639,103 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err := b.walkHeaders(ctx); err != nil {
 		return nil, err
 	}
-	return b.assemble()
+	ix, err := b.assemble()
+	if err != nil {
+		return nil, err
+	}
+	ix.attach(sets, fileSch, b.metas)
+	return ix, nil
+}
+
+// schemaSets checks that every file declares the projected columns so that
+// their values can be delivered together, and groups the files by how they
+// declare them. Files may differ in nullability, logical annotations and
+// the leaves' positions; the leaves' paths, physical types (and fixed
+// lengths) and repetition levels must be the first file's. Each file's
+// schema is dropped once grouped, so only one per set stays resident.
+func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
+	first := &b.metas[0]
+	f0 := b.files[0].Path
+	b.ncols = len(first.paths)
+	fileSch = make([]int32, len(b.metas))
+	byKey := map[string]int32{}
+	for i := range b.metas {
+		m := &b.metas[i]
+		path := b.files[i].Path
+		if len(m.paths) != b.ncols {
+			return nil, nil, &Error{Op: "schema", Path: path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, f0)}
+		}
+		for k := range m.paths {
+			if m.paths[k] != first.paths[k] {
+				return nil, nil, &Error{Op: "schema", Path: path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: projected leaf %d is %q here, %q in %s", ErrColumn, k, m.paths[k], first.paths[k], f0)}
+			}
+			a, c := m.schema.Column(m.leaves[k]), first.schema.Column(first.leaves[k])
+			switch {
+			case a.PhysicalType() != c.PhysicalType():
+				err = fmt.Errorf("%w: physical type %s here, %s in %s", ErrColumn, a.PhysicalType(), c.PhysicalType(), f0)
+			case a.PhysicalType() == parquet.Types.FixedLenByteArray && a.TypeLength() != c.TypeLength():
+				err = fmt.Errorf("%w: fixed length %d here, %d in %s", ErrColumn, a.TypeLength(), c.TypeLength(), f0)
+			case a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
+				err = fmt.Errorf("%w: repetition level %d here (lists nested %d deep), %d in %s", ErrColumn, a.MaxRepetitionLevel(), a.MaxRepetitionLevel(), c.MaxRepetitionLevel(), f0)
+			}
+			if err != nil {
+				return nil, nil, &Error{Op: "schema", Path: path, Column: first.paths[k], Off: -1, Err: err}
+			}
+		}
+		key := schemaKey(m)
+		s, ok := byKey[key]
+		if !ok {
+			s = int32(len(sets))
+			byKey[key] = s
+			set := schemaSet{leaves: m.leaves}
+			for _, l := range m.leaves {
+				set.descr = append(set.descr, m.schema.Column(l))
+			}
+			sets = append(sets, set)
+		}
+		fileSch[i] = s
+	}
+	for i := range b.metas {
+		b.metas[i].schema = nil
+	}
+	return sets, fileSch, nil
+}
+
+// schemaKey says how m declares the projected columns, as far as decoding
+// depends on it: files with equal keys decode with one descriptor.
+func schemaKey(m *fileMeta) string {
+	var sb strings.Builder
+	for _, l := range m.leaves {
+		c := m.schema.Column(l)
+		fmt.Fprintf(&sb, "%d %s %d %d %d|", l, c.PhysicalType(), c.TypeLength(), c.MaxDefinitionLevel(), c.MaxRepetitionLevel())
+		for n := c.SchemaNode(); n != nil && n.Parent() != nil; n = n.Parent() {
+			fmt.Fprintf(&sb, "%q %d %d", n.Name(), n.RepetitionType(), n.ConvertedType())
+			if lt := n.LogicalType(); lt != nil {
+				sb.WriteString(" " + lt.String())
+			}
+			if p, ok := n.(*schema.PrimitiveNode); ok {
+				fmt.Fprintf(&sb, " %v", p.DecimalMetadata())
+			}
+			sb.WriteByte(';')
+		}
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// attach sets the per-file descriptors and footer hashes.
+func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
+	ix.schemas, ix.fileSch = sets, fileSch
+	ix.footSum = make([]uint64, len(metas))
+	for f := range metas {
+		ix.footSum[f] = metas[f].sum
+	}
+	for k := range ix.cols {
+		ix.cols[k].info.Descr = sets[0].descr[k]
+		ix.cols[k].info.Leaf = sets[0].leaves[k]
+	}
+	ix.stats.Schemas = len(sets)
+	ix.stats.ResidentBytes = ix.ResidentBytes()
 }
 
 // readBatch is Reader.ReadBatch over at most opts.MaxOpenFiles files at a
@@ -662,9 +791,6 @@ func (b *builder) readFooters(ctx context.Context) error {
 	var rs []Range
 	var sel []int // files whose footers are read
 	for i, f := range b.files {
-		if i > 0 && b.isReused(i) {
-			continue
-		}
 		l := int64(footerTailRead)
 		l = min(l, f.Size)
 		rs = append(rs, Range{Path: f.Path, Off: f.Size - l, Len: int(l)})
@@ -690,6 +816,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 			return
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
+		b.metas[i].sum = footerSum(data)
 	}
 	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
 	if err != nil {
@@ -1014,7 +1141,7 @@ func (b *builder) assemble() (*Index, error) {
 	ix.cols = make([]column, b.ncols)
 	for k := range ix.cols {
 		col := &ix.cols[k]
-		col.info = ColumnInfo{Path: first.paths[k], Descr: first.schema.Column(first.leaves[k]), Leaf: first.leaves[k]}
+		col.info = ColumnInfo{Path: first.paths[k]} // descriptors: attach
 		col.filePage = make([]int64, nf+1)
 		col.chunkPage = make([]int64, nrg+1)
 		col.chunks = make([]chunkMeta, nrg)

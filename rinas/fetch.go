@@ -237,7 +237,7 @@ func (l *Loader) prepareChunk(c int) error {
 	}
 	ci := l.ix.Chunk(0, c)
 	col := l.ix.Column(0)
-	l.chunks[c] = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: l.ix.File(ci.File).Path, Column: col.Path}
+	l.chunks[c] = &codec.Chunk{Descr: ci.Descr, Codec: ci.Codec, Path: l.ix.File(ci.File).Path, Column: col.Path}
 	return nil
 }
 
