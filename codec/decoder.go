@@ -134,6 +134,10 @@ type Dictionary struct {
 // NumValues returns the number of dictionary entries.
 func (d *Dictionary) NumValues() int { return int(d.numValues) }
 
+// Bytes returns the bytes the dictionary holds (its decompressed page
+// body), for callers that bound the dictionaries they cache.
+func (d *Dictionary) Bytes() int { return len(d.buf) }
+
 // Decoder decodes pages. One per worker goroutine: it is not safe for
 // concurrent use. It owns decompressor state and scratch buffers that are
 // reused from page to page; Close releases them.

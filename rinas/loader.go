@@ -375,7 +375,8 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Fetch == Unordered {
 		decBytes = int64(decoded) * int64(window)
 	}
-	if need := slotBytes + tokBytes + decBytes; need > l.cfg.MemoryLimit {
+	need := slotBytes + tokBytes + decBytes
+	if need > l.cfg.MemoryLimit {
 		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
 			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, l.cfg.MemoryLimit>>20)
 	}
@@ -438,7 +439,8 @@ func (l *Loader) openEngine() error {
 	}
 	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
-	l.dicts.init()
+	// Cached dictionaries get what the limit leaves.
+	l.dicts.init(l.cfg.MemoryLimit - need)
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
 

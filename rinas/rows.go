@@ -403,7 +403,9 @@ func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.dicts.store(c, d)
+	if err := l.dicts.store(c, d, func() string { return l.chunkName(c) }); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
