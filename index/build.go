@@ -50,6 +50,12 @@ type Options struct {
 	// dataset, or where its directory is not writable, the user's cache
 	// directory ($XDG_CACHE_HOME/pagefeed, else ~/.cache/pagefeed).
 	SidecarDir string
+	// MaxFooterSize bounds the footer Build reads and parses per file: a
+	// footer claiming more fails with ErrUnsupported instead of being
+	// allocated on its say-so (a sparse file can claim gigabytes cheaply).
+	// Default 128 MiB, far above the footers of real files (a few KiB to
+	// some MiB for thousands of row groups × columns).
+	MaxFooterSize int64
 	// MaxOpenFiles bounds the files Build asks its reader to hold open at
 	// once. A reader keeps every file of a ReadBatch call open until the
 	// call returns, so each pass (footers, offset indexes, every round of
@@ -64,10 +70,11 @@ type Options struct {
 }
 
 const (
-	defaultWalkRead = 64 << 10
-	maxHeaderRead   = 16 << 20          // a page header larger than this is corrupt
-	coalesceGap     = 64 << 10          // offset indexes closer than this share a read
-	coalesceMax     = engineSlot - 8192 // one engine read
+	defaultWalkRead  = 64 << 10
+	defaultMaxFooter = 128 << 20
+	maxHeaderRead    = 16 << 20          // a page header larger than this is corrupt
+	coalesceGap      = 64 << 10          // offset indexes closer than this share a read
+	coalesceMax      = engineSlot - 8192 // one engine read
 )
 
 func (o Options) fill(paths []string) Options {
@@ -76,6 +83,9 @@ func (o Options) fill(paths []string) Options {
 	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "index: "+format+"\n", args...) }
+	}
+	if o.MaxFooterSize <= 0 {
+		o.MaxFooterSize = defaultMaxFooter
 	}
 	if o.WalkReadSize <= 0 {
 		o.WalkReadSize = defaultWalkRead
@@ -381,6 +391,11 @@ func parseFileMetaData(b []byte) (md *metadata.FileMetaData, err error) {
 			md, err = nil, fmt.Errorf("footer does not parse: %v", r)
 		}
 	}()
+	// Thrift preallocates containers from their claimed counts: check
+	// every claim against the bytes first.
+	if _, err := codec.CheckThrift(b); err != nil {
+		return nil, fmt.Errorf("footer does not parse: %w", err)
+	}
 	// copy: the metadata outlives the read buffer
 	return metadata.NewFileMetaData(append([]byte(nil), b...), nil)
 }
@@ -392,6 +407,9 @@ func parseOffsetIndex(b []byte) (locs []*metadata.PageLocation, err error) {
 			locs, err = nil, fmt.Errorf("offset index does not parse: %v", r)
 		}
 	}()
+	if _, err := codec.CheckThrift(b); err != nil {
+		return nil, fmt.Errorf("offset index does not parse: %w", err)
+	}
 	oi := metadata.NewOffsetIndex(b, nil, nil)
 	if oi == nil {
 		return nil, errors.New("offset index does not parse")
@@ -812,6 +830,14 @@ func (b *builder) readFooters(ctx context.Context) error {
 			return
 		}
 		if nd > 0 {
+			limit := b.opts.MaxFooterSize
+			if limit <= 0 {
+				limit = defaultMaxFooter // a builder made without fill
+			}
+			if int64(nd-8) > limit {
+				errs[i] = &Error{Op: "footer", Path: f.Path, Off: f.Size - 8, Err: fmt.Errorf("%w: footer of %d bytes, more than Options.MaxFooterSize (%d)", ErrUnsupported, nd-8, limit)}
+				return
+			}
 			need[i] = nd
 			return
 		}
