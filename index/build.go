@@ -173,7 +173,14 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		}
 	}
 
-	if !userReader {
+	switch {
+	case userReader:
+	case old != nil:
+		// With a sidecar, Build reads footers (exactly, hashed, one
+		// parsed per declaration) and only the changed files' pages:
+		// small reads that pread serves sooner than an engine starts.
+		opts.Reader = &PreadReader{Parallelism: opts.Parallelism}
+	default:
 		r, done := defaultReader(opts)
 		defer done()
 		opts.Reader = r
@@ -315,6 +322,7 @@ type chunkRaw struct {
 type fileMeta struct {
 	schema  *schema.Schema // dropped once its schema set is known
 	sum     uint64         // hash of the footer (sidecar staleness check)
+	flen    uint32         // footer length
 	paths   []string       // resolved projection
 	leaves  []int
 	rgRows  []int64
@@ -665,40 +673,34 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	return ix, nil
 }
 
-// schemaSets checks that every file declares the projected columns so that
-// their values can be delivered together, and groups the files by how they
-// declare them. Files may differ in nullability, logical annotations and
-// the leaves' positions; the leaves' paths, physical types (and fixed
-// lengths) and repetition levels must be the first file's. Each file's
-// schema is dropped once grouped, so only one per set stays resident.
+// schemaSets groups the files by how they declare the projected columns,
+// and checks that every declaration lets their values be delivered with
+// the first file's. Files may differ in nullability, logical annotations
+// and the leaves' positions; the leaves' paths, physical types (and fixed
+// lengths) and repetition levels must be the first file's. A file reused
+// from the sidecar without parsing its footer (m.schema nil) gets the
+// declaration of the parsed file the sidecar grouped it with. Each schema
+// is dropped once grouped, so only one per declaration stays resident.
 func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 	first := &b.metas[0]
 	f0 := b.files[0].Path
 	b.ncols = len(first.paths)
 	fileSch = make([]int32, len(b.metas))
+	setFile := []int{} // per set: the first file with it
 	byKey := map[string]int32{}
+	byOld := map[int32]int32{} // the sidecar's declaration → set
 	for i := range b.metas {
 		m := &b.metas[i]
-		path := b.files[i].Path
 		if len(m.paths) != b.ncols {
-			return nil, nil, &Error{Op: "schema", Path: path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, f0)}
+			return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, f0)}
 		}
 		for k := range m.paths {
 			if m.paths[k] != first.paths[k] {
-				return nil, nil, &Error{Op: "schema", Path: path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: projected leaf %d is %q here, %q in %s", ErrColumn, k, m.paths[k], first.paths[k], f0)}
+				return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: projected leaf %d is %q here, %q in %s", ErrColumn, k, m.paths[k], first.paths[k], f0)}
 			}
-			a, c := m.schema.Column(m.leaves[k]), first.schema.Column(first.leaves[k])
-			switch {
-			case a.PhysicalType() != c.PhysicalType():
-				err = fmt.Errorf("%w: physical type %s here, %s in %s", ErrColumn, a.PhysicalType(), c.PhysicalType(), f0)
-			case a.PhysicalType() == parquet.Types.FixedLenByteArray && a.TypeLength() != c.TypeLength():
-				err = fmt.Errorf("%w: fixed length %d here, %d in %s", ErrColumn, a.TypeLength(), c.TypeLength(), f0)
-			case a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
-				err = fmt.Errorf("%w: repetition level %d here (lists nested %d deep), %d in %s", ErrColumn, a.MaxRepetitionLevel(), a.MaxRepetitionLevel(), c.MaxRepetitionLevel(), f0)
-			}
-			if err != nil {
-				return nil, nil, &Error{Op: "schema", Path: path, Column: first.paths[k], Off: -1, Err: err}
-			}
+		}
+		if m.schema == nil {
+			continue
 		}
 		key := schemaKey(m)
 		s, ok := byKey[key]
@@ -710,8 +712,44 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 				set.descr = append(set.descr, m.schema.Column(l))
 			}
 			sets = append(sets, set)
+			setFile = append(setFile, i)
 		}
 		fileSch[i] = s
+		if b.isReused(i) {
+			byOld[b.old.fileSch[b.oldFile[i]]] = s
+		}
+	}
+	for i := range b.metas {
+		if b.metas[i].schema != nil {
+			continue
+		}
+		s, ok := byOld[b.old.fileSch[b.oldFile[i]]]
+		if !ok { // readFooters parses one file per declaration
+			return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: no parsed footer declares its columns", ErrSidecar)}
+		}
+		fileSch[i] = s
+		if int(s) == len(setFile) {
+			setFile = append(setFile, i)
+		} else if setFile[s] > i {
+			setFile[s] = i
+		}
+	}
+	ref := sets[fileSch[0]]
+	for s, set := range sets {
+		for k := range set.descr {
+			a, c := set.descr[k], ref.descr[k]
+			switch {
+			case a.PhysicalType() != c.PhysicalType():
+				err = fmt.Errorf("%w: physical type %s here, %s in %s", ErrColumn, a.PhysicalType(), c.PhysicalType(), f0)
+			case a.PhysicalType() == parquet.Types.FixedLenByteArray && a.TypeLength() != c.TypeLength():
+				err = fmt.Errorf("%w: fixed length %d here, %d in %s", ErrColumn, a.TypeLength(), c.TypeLength(), f0)
+			case a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
+				err = fmt.Errorf("%w: repetition level %d here (lists nested %d deep), %d in %s", ErrColumn, a.MaxRepetitionLevel(), a.MaxRepetitionLevel(), c.MaxRepetitionLevel(), f0)
+			}
+			if err != nil {
+				return nil, nil, &Error{Op: "schema", Path: b.files[setFile[s]].Path, Column: first.paths[k], Off: -1, Err: err}
+			}
+		}
 	}
 	for i := range b.metas {
 		b.metas[i].schema = nil
@@ -745,8 +783,9 @@ func schemaKey(m *fileMeta) string {
 func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
 	ix.schemas, ix.fileSch = sets, fileSch
 	ix.footSum = make([]uint64, len(metas))
+	ix.footLen = make([]uint32, len(metas))
 	for f := range metas {
-		ix.footSum[f] = metas[f].sum
+		ix.footSum[f], ix.footLen[f] = metas[f].sum, metas[f].flen
 	}
 	for k := range ix.cols {
 		ix.cols[k].info.Descr = sets[0].descr[k]
@@ -797,22 +836,135 @@ func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data
 	}
 }
 
-// readFooters reads and parses every footer: one tail read per file, and a
-// second, exact one for footers longer than the tail.
+// readFooters reads every footer. Files that a sidecar may reuse (path,
+// size and mtime unchanged) are read exactly (the sidecar knows their
+// footer length) and only hashed: checkReuse compares the hash, and their
+// footer data comes from the sidecar. The others are parsed: one tail read
+// per file, and a second, exact one for footers longer than the tail. One
+// reused file per declaration the sidecar saw is parsed too, for the
+// descriptors (another, if that one changed).
 func (b *builder) readFooters(ctx context.Context) error {
 	n := len(b.files)
 	if b.metas == nil {
 		b.metas = make([]fileMeta, n)
 	}
-	errs := make([]error, n)
-	need := make([]int, n)
-	var rs []Range
-	var sel []int // files whose footers are read
-	for i, f := range b.files {
-		l := int64(footerTailRead)
-		l = min(l, f.Size)
-		rs = append(rs, Range{Path: f.Path, Off: f.Size - l, Len: int(l)})
-		sel = append(sel, i)
+	parse := make([]bool, n)
+	var check []int
+	rep := map[int32]int{} // the sidecar's declaration → the file parsed for it
+	for i := range b.files {
+		of := -1
+		if b.oldFile != nil {
+			of = b.oldFile[i]
+		}
+		if of < 0 || b.old.footLen[of] == 0 {
+			parse[i] = true
+			continue
+		}
+		if _, ok := rep[b.old.fileSch[of]]; !ok {
+			rep[b.old.fileSch[of]] = i
+			parse[i] = true
+			continue
+		}
+		check = append(check, i)
+	}
+	if err := b.hashFooters(ctx, check, parse); err != nil {
+		return err
+	}
+	for todo := parse; ; {
+		var sel []int
+		for i, p := range todo {
+			if p {
+				sel = append(sel, i)
+			}
+		}
+		if len(sel) == 0 {
+			break
+		}
+		if err := b.parseFooters(ctx, sel); err != nil {
+			return err
+		}
+		// A declaration whose parsed file changed needs another.
+		todo = make([]bool, n)
+		for cls, r := range rep {
+			if of := b.oldFile[r]; b.metas[r].sum == b.old.footSum[of] {
+				continue
+			}
+			for _, i := range check {
+				if of := b.oldFile[i]; b.old.fileSch[of] == cls && b.metas[i].schema == nil && b.metas[i].sum == b.old.footSum[of] {
+					rep[cls] = i
+					todo[i] = true
+					break
+				}
+			}
+		}
+	}
+	for i := range b.files {
+		b.files[i].NumRows = b.metas[i].numRows
+		b.files[i].NumRowGroups = len(b.metas[i].rgRows)
+	}
+	return nil
+}
+
+// hashFooters reads the footers of files sel (reuse candidates) exactly,
+// hashes them, and takes their footer data from the sidecar; a footer
+// that differs from the sidecar's is marked for parsing instead.
+func (b *builder) hashFooters(ctx context.Context, sel []int, parse []bool) error {
+	if len(sel) == 0 {
+		return nil
+	}
+	rs := make([]Range, len(sel))
+	for j, i := range sel {
+		f := &b.files[i]
+		l := int64(b.old.footLen[b.oldFile[i]]) + 8
+		rs[j] = Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
+	}
+	errs := make([]error, len(sel))
+	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) {
+		i := sel[j]
+		of := b.oldFile[i]
+		switch {
+		case err != nil:
+			errs[j] = err
+		case len(data) != rs[j].Len || string(data[len(data)-4:]) != "PAR1" || int(le32(data[len(data)-8:])) != len(data)-8:
+			parse[i] = true // changed after all
+		case footerSum(data) != b.old.footSum[of]:
+			parse[i] = true
+		default:
+			b.metas[i] = b.oldMeta(of)
+			b.metas[i].sum = b.old.footSum[of]
+			b.metas[i].flen = b.old.footLen[of]
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return firstErr(errs)
+}
+
+// oldMeta is the footer data of the sidecar's file of: enough to lay out
+// its reused pages.
+func (b *builder) oldMeta(of int) fileMeta {
+	old := b.old
+	m := fileMeta{paths: colPaths(old), numRows: old.files[of].NumRows}
+	for c := old.fileRG[of]; c < old.fileRG[of+1]; c++ {
+		m.rgRows = append(m.rgRows, old.rgs[c].numRows)
+		for k := range old.cols {
+			cm := &old.cols[k].chunks[c]
+			m.chunks = append(m.chunks, chunkRaw{codec: cm.codec, start: cm.base})
+		}
+	}
+	return m
+}
+
+// parseFooters reads and parses the footers of files sel.
+func (b *builder) parseFooters(ctx context.Context, sel []int) error {
+	errs := make([]error, len(b.files))
+	need := make([]int, len(b.files))
+	rs := make([]Range, len(sel))
+	for j, i := range sel {
+		f := &b.files[i]
+		l := min(int64(footerTailRead), f.Size)
+		rs[j] = Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
 	}
 	parse := func(i int, r Range, data []byte, err error) {
 		f := &b.files[i]
@@ -843,6 +995,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
 		b.metas[i].sum = footerSum(data)
+		b.metas[i].flen = le32(data[len(data)-8:])
 	}
 	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
 	if err != nil {
@@ -850,8 +1003,8 @@ func (b *builder) readFooters(ctx context.Context) error {
 	}
 	var again []Range
 	var idx []int
-	for i, nd := range need {
-		if nd > 0 && errs[i] == nil {
+	for _, i := range sel {
+		if nd := need[i]; nd > 0 && errs[i] == nil {
 			f := b.files[i]
 			again = append(again, Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
 			idx = append(idx, i)
@@ -870,14 +1023,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 			return err
 		}
 	}
-	for i := range errs {
-		if errs[i] != nil {
-			return errs[i]
-		}
-		b.files[i].NumRows = b.metas[i].numRows
-		b.files[i].NumRowGroups = len(b.metas[i].rgRows)
-	}
-	return nil
+	return firstErr(errs)
 }
 
 // readOffsetIndexes reads every projected chunk's offset index, coalescing

@@ -196,6 +196,7 @@ type Index struct {
 	fileSch []int32     // per file: its entry in schemas
 	schemas []schemaSet // distinct declarations, first file's first
 	footSum []uint64    // per file: hash of its footer (sidecar staleness)
+	footLen []uint32    // per file: its footer's length (sidecar loads)
 	columns []string    // the projection as requested (sidecar key)
 	walk    bool        // built with Options.HeaderWalk (sidecar key)
 	stats   Stats
@@ -256,7 +257,7 @@ func (ix *Index) Chunk(k, c int) ChunkInfo {
 // descr is Descr, or nil before the descriptors are attached (a sidecar
 // just decoded).
 func (ix *Index) descr(k, f int) *schema.Column {
-	if f >= len(ix.fileSch) {
+	if f >= len(ix.fileSch) || int(ix.fileSch[f]) >= len(ix.schemas) {
 		return nil
 	}
 	return ix.schemas[ix.fileSch[f]].descr[k]
@@ -315,7 +316,7 @@ func (ix *Index) Locate(k int, g int) Loc {
 
 // ResidentBytes returns the memory the index holds, in bytes.
 func (ix *Index) ResidentBytes() int64 {
-	n := int64(len(ix.files))*(8*8+4+8) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
+	n := int64(len(ix.files))*(8*8+4+8+4) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
 	for _, s := range ix.schemas {
 		n += int64(len(s.descr)) * 16 // the descriptors' trees are arrow-go's
 	}

@@ -24,7 +24,8 @@ import (
 //	"PFIX" | version u32 | body | crc32c(everything before) u32
 //
 // body: the key (requested columns, header-walk flag, every file's path,
-// size, mtime, footer hash and row counts) then the index's arrays.
+// size, mtime, footer hash and length, declaration number and row
+// counts) then the index's arrays.
 // Strings are a uvarint length and bytes. Any change to the layout bumps
 // sidecarVersion.
 const (
@@ -105,6 +106,8 @@ func encodeSidecar(ix *Index) []byte {
 		e.i64(f.Size)
 		e.i64(f.ModTime.UnixNano())
 		e.i64(int64(ix.footSum[i]))
+		e.u32(ix.footLen[i])
+		e.uv(uint64(ix.fileSch[i]))
 		e.uv(uint64(f.NumRowGroups))
 	}
 	e.uv(uint64(len(ix.rgs)))
@@ -376,9 +379,12 @@ func decodeSidecar(b []byte) (*Index, error) {
 		ix.columns = append(ix.columns, d.str())
 	}
 	ix.walk = d.u8() == 1
-	nf := d.count(26)
+	nf := d.count(31)
 	ix.files = make([]FileInfo, nf)
 	ix.footSum = make([]uint64, nf)
+	ix.footLen = make([]uint32, nf)
+	ix.fileSch = make([]int32, nf)
+	nsch := uint64(0)
 	ix.fileRG = make([]int32, nf+1)
 	for i := range ix.files {
 		f := &ix.files[i]
@@ -386,6 +392,14 @@ func decodeSidecar(b []byte) (*Index, error) {
 		f.Size = d.i64()
 		f.ModTime = time.Unix(0, d.i64())
 		ix.footSum[i] = uint64(d.i64())
+		ix.footLen[i] = d.u32()
+		// declarations are numbered in order of first appearance
+		sch := d.uv()
+		if sch > nsch || int64(ix.footLen[i]) > f.Size-12 {
+			return nil, fmt.Errorf("%w: file %d: footer of %d bytes, declaration %d", ErrSidecar, i, ix.footLen[i], sch)
+		}
+		ix.fileSch[i] = int32(sch)
+		nsch = max(nsch, sch+1)
 		nrg := d.uv()
 		if nrg > math.MaxInt32-uint64(ix.fileRG[i]) {
 			return nil, fmt.Errorf("%w: row group count", ErrSidecar)

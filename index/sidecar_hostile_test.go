@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -303,5 +304,49 @@ func TestMixedDeclarations(t *testing.T) {
 	_, err = Build(context.Background(), append(files, bad), Options{Columns: []string{"id"}, NoSidecar: true, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), files[0]) || !strings.Contains(err.Error(), "physical type") {
 		t.Fatalf("Build: %v", err)
+	}
+}
+
+// countingReader counts the ranges read that end at their file's end and
+// are longer than exact footer reads: parsed footers' tail reads.
+type countingReader struct {
+	r     PreadReader
+	mu    sync.Mutex
+	reads []Range
+}
+
+func (c *countingReader) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+	c.mu.Lock()
+	c.reads = append(c.reads, rs...)
+	c.mu.Unlock()
+	return c.r.ReadBatch(ctx, rs, fn)
+}
+
+// TestSidecarHitParsesOneFooterPerDeclaration: a sidecar load reads every
+// footer exactly and parses one per declaration, not one per file.
+func TestSidecarHitParsesOneFooterPerDeclaration(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i, optional := range []bool{false, true, false, true, false} {
+		p := filepath.Join(dir, string(rune('a'+i))+".parquet")
+		writeIDFile(t, p, optional, 0)
+		files = append(files, p)
+	}
+	sc := filepath.Join(t.TempDir(), "sc")
+	buildSC(t, files, Options{Columns: []string{"id"}, Sidecar: sc})
+	cr := &countingReader{}
+	ix, _ := buildSC(t, files, Options{Columns: []string{"id"}, Sidecar: sc, Reader: cr})
+	if ix.Stats().Sidecar != "hit" {
+		t.Fatalf("sidecar %s", ix.Stats().Sidecar)
+	}
+	tails := 0
+	for _, r := range cr.reads {
+		st, _ := os.Stat(r.Path)
+		if r.Len == int(min(int64(footerTailRead), st.Size())) {
+			tails++
+		}
+	}
+	if len(cr.reads) != len(files) || tails != 2 {
+		t.Fatalf("%d reads, %d tail reads; want %d, 2", len(cr.reads), tails, len(files))
 	}
 }
