@@ -788,8 +788,8 @@ func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
 		ix.footSum[f], ix.footLen[f] = metas[f].sum, metas[f].flen
 	}
 	for k := range ix.cols {
-		ix.cols[k].info.Descr = sets[0].descr[k]
-		ix.cols[k].info.Leaf = sets[0].leaves[k]
+		ix.cols[k].info.Descr = sets[fileSch[0]].descr[k]
+		ix.cols[k].info.Leaf = sets[fileSch[0]].leaves[k]
 	}
 	ix.stats.Schemas = len(sets)
 	ix.stats.ResidentBytes = ix.ResidentBytes()
