@@ -71,6 +71,12 @@ type Options struct {
 	// every Retain of its array (and of anything built on its buffers) are
 	// released. Default false: pageBytes is never retained.
 	AliasInput bool
+	// MaxStateDictBytes bounds the dictionaries the Decoder keeps alive in
+	// its cached column readers (one per recent column and dictionary, at
+	// most 16), by the sum of their Dictionary.Bytes; the reader in use
+	// is kept whatever its size. For callers that count dictionaries
+	// against a memory limit. Default 0: only the count bounds them.
+	MaxStateDictBytes int64
 }
 
 func (o *Options) fill() {
@@ -380,7 +386,31 @@ func (d *Decoder) state(c *Chunk, dict *Dictionary) *colState {
 			}
 		}
 	}
+	if d.opts.MaxStateDictBytes > 0 {
+		d.boundStates(st)
+	}
 	return st
+}
+
+// boundStates drops the least recently used column readers but keep until
+// the dictionaries the others hold fit MaxStateDictBytes.
+func (d *Decoder) boundStates(keep *colState) {
+	for {
+		var total int64
+		var lru *colState
+		for _, st := range d.states {
+			if st.dict != nil {
+				total += int64(st.dict.Bytes())
+			}
+			if st != keep && st.dict != nil && (lru == nil || st.used < lru.used) {
+				lru = st
+			}
+		}
+		if total <= d.opts.MaxStateDictBytes || lru == nil {
+			return
+		}
+		d.dropState(lru)
+	}
 }
 
 // dropState forgets a column reader whose state an error may have left

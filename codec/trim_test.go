@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -55,4 +57,56 @@ func TestScratchShrinksAfterAHugePage(t *testing.T) {
 	// steady small pages then keep their scratch: no regrowth each window
 	allocs := testing.AllocsPerRun(trimEvery, func() { decode(small) })
 	t.Logf("scratch %d → %d bytes; %.1f allocations per small page", grown, d.ScratchBytes(), allocs)
+}
+
+// TestStateDictBytesBound: the column readers a Decoder caches keep their
+// dictionaries alive; MaxStateDictBytes bounds them (the one in use kept).
+func TestStateDictBytesBound(t *testing.T) {
+	var chunks []*chunkPages
+	var dicts []*Dictionary
+	for f := 0; f < 4; f++ {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		for i := 0; i < 2000; i++ {
+			b.Append(strings.Repeat("v", 200) + strconv.Itoa(f*10000+i%500))
+		}
+		a := b.NewArray()
+		b.Release()
+		m := openMem(t, writeParquet(t, a, genOpts{codec: compress.Codecs.Snappy, pageSize: 1 << 20, dict: true}))
+		a.Release()
+		cp := m.pages(t, 0, 0)
+		if cp.dict == nil {
+			t.Fatal("no dictionary page")
+		}
+		chunks = append(chunks, cp)
+	}
+	for _, limit := range []int64{0, 1} {
+		d := NewDecoder(Options{MaxStateDictBytes: limit})
+		dicts = dicts[:0]
+		for _, cp := range chunks {
+			dict, err := d.Dictionary(cp.chunk, cp.dict, cp.dOff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dicts = append(dicts, dict)
+			p, err := d.DecodePage(cp.chunk, dict, cp.pages[0], cp.offs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Release()
+		}
+		held := 0
+		for _, st := range d.states {
+			if st.dict != nil {
+				held++
+			}
+		}
+		want := len(chunks)
+		if limit > 0 {
+			want = 1
+		}
+		if held != want {
+			t.Errorf("MaxStateDictBytes %d: %d readers hold a dictionary, want %d", limit, held, want)
+		}
+		d.Close()
+	}
 }

@@ -506,8 +506,10 @@ func (u *unit) releaseComps() {
 
 // dictCache holds each chunk's dictionary once read. An entry counts the
 // units scheduled on it. Ready dictionaries count their decompressed bytes
-// against budget (what MemoryLimit leaves after slots, token buffers and
-// decoded pages); beyond it, or beyond maxDictEntries entries, unused ready
+// against budget (half of what MemoryLimit leaves after slots, token
+// buffers and decoded pages; the decoders' column readers, which keep the
+// dictionaries they decoded alive, share the other half through
+// codec.Options.MaxStateDictBytes); beyond it, or beyond maxDictEntries entries, unused ready
 // entries are evicted least recently used first (a later unit reads the
 // dictionary again). Entries in use are never evicted, so the cache may
 // exceed its budget by the dictionaries of the units in flight; a single

@@ -406,9 +406,14 @@ func (l *Loader) openEngine() error {
 		MaxPerClass:      4 * window,
 		MaxBytesPerClass: l.cfg.MemoryLimit,
 	}}
+	// What the limit leaves goes to dictionaries: half to the cache, half
+	// to the decoders' column readers, which keep the dictionaries they
+	// decoded alive (shared out per decoder once their count is known).
+	dictLeft := l.cfg.MemoryLimit - need
 	// One decoder per worker of the engine actually used (a shared
 	// engine may have another worker count than Engine.Workers says).
 	l.workers = max(l.eng.Workers(), 1)
+	copts.MaxStateDictBytes = max(dictLeft/2/int64(l.workers+2), 1)
 	// Page batches hand the decoded pages themselves to the consumer, and
 	// a unit's slots are kept until its batch is recycled: uncompressed
 	// fixed-width pages may then keep their values where the read put
@@ -445,8 +450,7 @@ func (l *Loader) openEngine() error {
 	}
 	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
-	// Cached dictionaries get what the limit leaves.
-	l.dicts.init(l.cfg.MemoryLimit - need)
+	l.dicts.init(dictLeft / 2)
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
 

@@ -53,7 +53,7 @@ func writeBigDicts(t *testing.T, path string, rowGroups, dictBytes int) {
 }
 
 // TestDictionariesCountAgainstMemoryLimit: cached dictionaries live in
-// what MemoryLimit leaves: with room for about two of twelve, the epoch
+// what MemoryLimit leaves: with room for about two of twelve in the cache, the epoch
 // delivers every row, evicts (reads some dictionaries again) and ends with
 // the cache within its budget; a dictionary larger than all the room left
 // fails with ErrMemory naming its file.
@@ -68,11 +68,11 @@ func TestDictionariesCountAgainstMemoryLimit(t *testing.T) {
 	}
 	// what the configuration needs besides dictionaries
 	l := openT(t, base())
-	need := l.cfg.MemoryLimit - l.dicts.budget
+	need := l.cfg.MemoryLimit - 2*l.dicts.budget // the cache gets half of what is left
 	l.Close()
 
 	cfg := base()
-	cfg.MemoryLimit = need + 5<<20
+	cfg.MemoryLimit = need + 10<<20
 	l = openT(t, cfg)
 	rows := 0
 	eachBatch(t, l, func(b *Batch) {
@@ -95,7 +95,7 @@ func TestDictionariesCountAgainstMemoryLimit(t *testing.T) {
 	}
 
 	cfg = base()
-	cfg.MemoryLimit = need + 1<<20
+	cfg.MemoryLimit = need + 2<<20
 	l = openT(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
