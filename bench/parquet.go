@@ -416,7 +416,6 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 		}
 		maps[i] = m
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -442,7 +441,7 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 			g := int(sh.At(j))
 			loc := ix.Locate(0, g)
 			ci := ix.Chunk(0, loc.Chunk)
-			ch := codec.ChunkOf(col.Descr, ci.Codec, ix.File(loc.File).Path, nil)
+			ch := codec.ChunkOf(ci.Descr, ci.Codec, ix.File(loc.File).Path, nil)
 			m := maps[loc.File]
 			d := dicts[loc.Chunk]
 			if d == nil && ci.DictSize > 0 {
@@ -581,7 +580,7 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			chunked.Release()
 			res.BatchLat.Record(time.Since(t0).Nanoseconds())
 			res.Batches++
-			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
+			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
 				res.DiskBytes += cc.TotalCompressedSize()
 				res.DecodedBytes += cc.TotalUncompressedSize()
 			}
@@ -819,7 +818,6 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		b    []byte
 		off  int64
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -834,7 +832,7 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		path := ix.File(loc.File).Path
 		ch := chunks[loc.Chunk]
 		if ch == nil {
-			ch = codec.ChunkOf(col.Descr, ci.Codec, path, nil)
+			ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
 			chunks[loc.Chunk] = ch
 			if ci.DictSize > 0 {
 				b, err := readRange(path, ci.DictOffset, int(ci.DictSize))

@@ -148,7 +148,10 @@ type Config struct {
 
 	// MemoryLimit bounds what Open may allocate for slots, the fetch
 	// window and output buffers; a Config needing more fails at Open with
-	// ErrMemory. Default 1 GiB.
+	// ErrMemory. Dictionaries get what is left: half for the cache, evicted
+	// least recently used first (those of units in flight stay), half for
+	// the decoders' column readers; a dictionary larger than the cache's
+	// half fails with ErrMemory. Default 1 GiB.
 	MemoryLimit int64
 
 	// Pin places the engine workers on the cores next to this rank's GPU.

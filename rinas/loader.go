@@ -371,7 +371,8 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Fetch == Unordered {
 		decBytes = int64(decoded) * int64(window)
 	}
-	if need := slotBytes + tokBytes + decBytes; need > l.cfg.MemoryLimit {
+	need := slotBytes + tokBytes + decBytes
+	if need > l.cfg.MemoryLimit {
 		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
 			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, l.cfg.MemoryLimit>>20)
 	}
@@ -395,9 +396,14 @@ func (l *Loader) openEngine() error {
 		MaxPerClass:      4 * window,
 		MaxBytesPerClass: l.cfg.MemoryLimit,
 	}}
+	// What the limit leaves goes to dictionaries: half to the cache, half
+	// to the decoders' column readers, which keep the dictionaries they
+	// decoded alive (shared out per decoder once their count is known).
+	dictLeft := l.cfg.MemoryLimit - need
 	// One decoder per worker of the engine actually used (a shared
 	// engine may have another worker count than Engine.Workers says).
 	l.workers = max(l.eng.Workers(), 1)
+	copts.MaxStateDictBytes = max(dictLeft/2/int64(l.workers+2), 1)
 	// Page batches hand the decoded pages themselves to the consumer, and
 	// a unit's slots are kept until its batch is recycled: uncompressed
 	// fixed-width pages may then keep their values where the read put
@@ -434,7 +440,7 @@ func (l *Loader) openEngine() error {
 	}
 	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
-	l.dicts.init()
+	l.dicts.init(dictLeft / 2)
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
 

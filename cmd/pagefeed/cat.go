@@ -121,8 +121,7 @@ type chunkRead struct {
 func readChunk(ctx context.Context, rd index.BatchReader, ix *index.Index, k, c int) (*chunkRead, error) {
 	ci := ix.Chunk(k, c)
 	fi := ix.File(ci.File)
-	col := ix.Column(k)
-	cr := &chunkRead{chunk: codec.ChunkOf(col.Descr, ci.Codec, fi.Path, nil)}
+	cr := &chunkRead{chunk: codec.ChunkOf(ci.Descr, ci.Codec, fi.Path, nil)}
 	var rs []index.Range
 	if ci.DictSize > 0 {
 		rs = append(rs, index.Range{Path: fi.Path, Off: ci.DictOffset, Len: int(ci.DictSize)})
