@@ -168,6 +168,11 @@ func (w *worker) loop() {
 		}
 		if enterFailed(err) {
 			w.enterError(err)
+			if w.broken != nil {
+				// Reaping now could complete a slot abandon just failed.
+				w.deliver()
+				continue
+			}
 		} else if err == nil {
 			w.enterErrs = 0
 		}
