@@ -337,7 +337,7 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 	}()
 	for k, c := range u.comps[:u.n] {
 		if c.Err != nil {
-			return c.Err
+			return readErr(l.chunks[u.chunk].Path, c)
 		}
 		if want := l.ix.Locate(0, u.first+k).Size; len(c.Data) != int(want) {
 			return pageErrorf("read", l.chunks[u.chunk].Path, c.Off, ErrFileChanged, "read %d of the page's %d bytes", len(c.Data), want)
@@ -483,8 +483,10 @@ func (l *Loader) onDict(c *engine.Completion) {
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
-	err := c.Err
-	if err == nil {
+	var err error
+	if c.Err != nil {
+		err = readErr(l.chunks[chunk].Path, c)
+	} else {
 		d, err = l.decs[w].Dictionary(l.chunks[chunk], c.Data, c.Off)
 	}
 	c.Release()
