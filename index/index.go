@@ -276,3 +276,29 @@ func (ix *Index) ResidentBytes() int64 {
 
 // Stats reports counts and how the index was built.
 func (ix *Index) Stats() Stats { return ix.stats }
+
+// PageRows returns the rows that start in each page of projected column
+// k (Loc.NumRows of every page, -1 where unknown), in one pass.
+func (ix *Index) PageRows(k int) []int32 {
+	col := &ix.cols[k]
+	out := make([]int32, col.chunkPage[len(col.chunkPage)-1])
+	for c := range ix.rgs {
+		lo, hi := col.chunkPage[c], col.chunkPage[c+1]
+		for g := lo; g < hi; g++ {
+			end := ix.rgs[c].numRows
+			if g+1 < hi {
+				end = int64(col.row[g+1])
+			}
+			if col.row[g] == rowUnknown || (g+1 < hi && col.row[g+1] == rowUnknown) {
+				out[g] = -1
+				continue
+			}
+			out[g] = int32(end - int64(col.row[g]))
+		}
+	}
+	return out
+}
+
+// PageSizes returns the size (header and body) of each page of projected
+// column k, in one pass.
+func (ix *Index) PageSizes(k int) []uint32 { return append([]uint32(nil), ix.cols[k].size...) }

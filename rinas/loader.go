@@ -39,7 +39,14 @@ type Stats struct {
 	// into (uncompressed fixed-width lists in page batches: no copy).
 	ZeroCopyPages int64
 	SkippedPages  int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
-	IndexBuildNs  int64
+	// DroppedRows counts the rows of this rank's share that the epochs
+	// begun so far leave out to give every rank the same steps
+	// (Config.DropLast; tokens output: also the rows past Len's last
+	// batch); PaddedRows the rows repeated for it (Config.PadLast). Rows
+	// of pages whose row count the index does not know count 0.
+	DroppedRows  int64
+	PaddedRows   int64
+	IndexBuildNs int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -53,6 +60,8 @@ type Loader struct {
 	rowStart []int64 // row mode: global first row of each page, len pages+1
 	unitMax  int     // most pages one unit reads
 	dataset  string
+	pageRows []int32   // page units: rows starting in each page (-1 unknown)
+	pageTok  []float64 // tokens output: estimated tokens of each page
 
 	fc      fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
 	chunks  []*codec.Chunk // lazily made by the producer
@@ -78,18 +87,21 @@ type Loader struct {
 	pdone  chan struct{} // closed when the producer returns
 
 	// consumer state
-	epoch    uint64
-	shard    perm.Shard
-	done     uint64      // shard units taken in
-	exclude  []uint64    // positions beyond done taken in (resume)
-	waiting  *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err      error       // sticky: the epoch failed
-	cur      *fetchBatch // row batches: the batch whose units are being taken in
-	curNext  int         // next arrival index of cur to take in
-	atEnd    bool        // row batches: the epoch's units are all taken in
-	rows     rowStream
-	tokBufs  chan *tokenBuf
-	finished bool
+	epoch     uint64
+	shard     perm.Shard
+	ep        epochPlan   // the current epoch's share
+	resharded bool        // the current epoch resumed from a Reshard state
+	batches   int64       // batches delivered in the current epoch
+	done      uint64      // shard units taken in
+	exclude   []uint64    // positions beyond done taken in (resume)
+	waiting   *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err       error       // sticky: the epoch failed
+	cur       *fetchBatch // row batches: the batch whose units are being taken in
+	curNext   int         // next arrival index of cur to take in
+	atEnd     bool        // row batches: the epoch's units are all taken in
+	rows      rowStream
+	tokBufs   chan *tokenBuf
+	finished  bool
 
 	stats Stats
 	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
@@ -117,6 +129,9 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
+	if err := l.planInit(); err != nil {
+		return nil, err
+	}
 	if err := l.openEngine(); err != nil {
 		return nil, err
 	}
@@ -126,7 +141,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
-	go l.produce(l.epoch, l.shard, l.done, l.exclude)
+	go l.produce(l.epoch, l.shard, l.ep.lastRows, l.done, l.exclude)
 	ok = true
 	return l, nil
 }
@@ -485,11 +500,10 @@ func (l *Loader) perm(epoch uint64) perm.Perm {
 func (l *Loader) startEpoch(s *State) error {
 	if s == nil {
 		l.epoch = l.cfg.Epoch
-		sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
-		if err != nil {
+		if err := l.beginEpoch(0, false); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		l.shard, l.done, l.exclude = sh, 0, nil
+		l.done, l.exclude = 0, nil
 		return nil
 	}
 	switch {
@@ -504,8 +518,8 @@ func (l *Loader) startEpoch(s *State) error {
 	case s.World != l.cfg.World || s.Rank != l.cfg.Rank:
 		return fmt.Errorf("%w: it is rank %d of %d, this loader is rank %d of %d (use Reshard to change the world size)",
 			ErrState, s.Rank, s.World, l.cfg.Rank, l.cfg.World)
-	case s.Start > l.nUnits || s.Start+s.Done*uint64(s.World) > l.nUnits+uint64(s.World):
-		return fmt.Errorf("%w: position %d beyond the epoch's %d units", ErrState, s.Start+s.Done*uint64(s.World), l.nUnits)
+	case s.Start > l.nUnits:
+		return fmt.Errorf("%w: start %d beyond the epoch's %d units", ErrState, s.Start, l.nUnits)
 	}
 	if l.cfg.BatchRows == 0 && len(s.Pending) > 0 {
 		return fmt.Errorf("%w: it holds %d buffered rows, which only row batches (BatchRows > 0) can deliver", ErrState, len(s.Pending))
@@ -516,16 +530,19 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch++
 		start, done = 0, 0
 	}
-	sh, err := l.perm(l.epoch).Shard(start, l.cfg.Rank, l.cfg.World)
-	if err != nil {
+	if err := l.beginEpoch(start, s.Resharded && !s.EpochEnd); err != nil {
 		return fmt.Errorf("%w: %v", ErrState, err)
 	}
-	l.shard, l.done = sh, done
+	if end := l.shard.End; start+done*uint64(s.World) > end+uint64(s.World) {
+		return fmt.Errorf("%w: position %d beyond the epoch's end %d", ErrState, start+done*uint64(s.World), end)
+	}
+	l.done = done
 	if !s.EpochEnd {
+		l.batches = int64(s.Batches)
 		l.exclude = slices.Clone(s.Exclude)
 		sort.Slice(l.exclude, func(i, j int) bool { return l.exclude[i] < l.exclude[j] })
 		l.rows.rng = splitmix(s.RNG)
-		if err := l.rows.restore(s.Pending); err != nil {
+		if err := l.rows.restore(s.Pending, s.Flushed); err != nil {
 			return err
 		}
 	}
@@ -550,6 +567,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if err == nil {
 		l.stats.Batches++
 		l.stats.Rows += int64(b.Rows)
+		l.batches++
 	}
 	return b, err
 }
@@ -616,11 +634,28 @@ func (l *Loader) endEpoch() error {
 		return io.EOF
 	}
 	l.epoch++
-	sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
+	if err := l.beginEpoch(0, false); err != nil {
+		return err
+	}
+	l.done, l.exclude = 0, nil
+	return nil
+}
+
+// beginEpoch plans the consumer's epoch l.epoch from position start.
+func (l *Loader) beginEpoch(start uint64, resharded bool) error {
+	sh, ep, err := l.planEpoch(l.epoch, start, resharded)
 	if err != nil {
 		return err
 	}
-	l.shard, l.done, l.exclude = sh, 0, nil
+	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, resharded
+	l.stats.DroppedRows += ep.dropped
+	l.stats.PaddedRows += ep.padded
+	switch {
+	case ep.dropped > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d leaves out %d rows so that every rank takes %d steps (DropLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.dropped, ep.steps)
+	case ep.padded > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d repeats %d rows so that every rank takes %d steps (PadLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.padded, ep.steps)
+	}
 	return nil
 }
 
@@ -661,10 +696,10 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 func (l *Loader) State() *State {
 	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
-		RNG: uint64(l.rows.rng)}
+		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded}
 	if l.finished {
 		s.EpochEnd = true
-		s.Done = 0
+		s.Done, s.Batches = 0, 0
 		return s
 	}
 	s.Exclude = slices.Clone(l.exclude)
@@ -677,6 +712,7 @@ func (l *Loader) State() *State {
 		slices.Sort(s.Exclude)
 	}
 	s.Pending = l.rows.pending()
+	s.Flushed = l.atEnd && len(s.Pending) > 0
 	return s
 }
 

@@ -164,7 +164,7 @@ func TestPageShuffleExactlyOnceAcrossRanks(t *testing.T) {
 				var pages []uint64
 				for r := 0; r < world; r++ {
 					cfg := baseConfig(ds, "id")
-					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch = r, world, 8, fetch
+					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch, cfg.KeepUneven = r, world, 8, fetch, true
 					l := openT(t, cfg)
 					ids, pg, _ := drain(t, l, -1)
 					all = append(all, ids...)
@@ -224,7 +224,7 @@ func TestEveryModeDeliversEveryRowOnce(t *testing.T) {
 					var all []int64
 					for r := 0; r < world; r++ {
 						cfg := baseConfig(ds, "id")
-						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = sh, r, world, 100, 0
+						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows, cfg.KeepUneven = sh, r, world, 100, 0, true
 						if sh == ShuffleStream || sh == ShufflePage {
 							cfg.BufferRows = 300
 						}
@@ -372,7 +372,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			var states []*State
 			for r := 0; r < tc.from; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages = r, tc.from, 4
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.KeepUneven = r, tc.from, 4, true
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
@@ -387,7 +387,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			}
 			for r := 0; r < tc.to; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume = r, tc.to, 4, next[r]
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume, cfg.KeepUneven = r, tc.to, 4, next[r], true
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}

@@ -65,6 +65,13 @@ func (r *rowStream) push(u *unit) {
 			rows[i], rows[j] = rows[j], rows[i]
 		}
 	}
+	if u.limit >= 0 && int64(len(rows)) > u.limit {
+		// the share's last unit, cut for equal steps
+		for _, it := range rows[u.limit:] {
+			it.arr.Release()
+		}
+		rows = rows[:u.limit]
+	}
 	if r.buf == nil {
 		r.out = append(r.out, rows...)
 		return
@@ -124,8 +131,9 @@ func (r *rowStream) drop() {
 
 // restore rebuilds the pending rows of a State by reading their pages
 // synchronously. The rows go to the buffer (in order) up to its capacity
-// and the rest to the FIFO ahead of them, as pending() listed them.
-func (r *rowStream) restore(refs []RowRef) error {
+// and the rest to the FIFO ahead of them, as pending() listed them; all to
+// the FIFO when the buffer had been flushed at the epoch's end.
+func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -156,7 +164,7 @@ func (r *rowStream) restore(refs []RowRef) error {
 		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row)})
 	}
 	nbuf := 0
-	if r.buf != nil {
+	if r.buf != nil && !flushed {
 		nbuf = min(len(items), r.buf.cap)
 	}
 	r.out = append(r.out, items[:len(items)-nbuf]...)
@@ -172,6 +180,12 @@ func (r *rowStream) restore(refs []RowRef) error {
 // nextRows cuts a batch of BatchRows rows from the row stream, taking in
 // landed units as needed.
 func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
+	if l.ep.force && l.batches >= l.ep.steps {
+		// Len's batches are out: the rest of the epoch is dropped.
+		if err := l.dropRest(ctx); err != nil {
+			return nil, err
+		}
+	}
 	want := l.cfg.BatchRows
 	var tb *tokenBuf
 	var pk packer
@@ -237,6 +251,9 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 			if len(b.Refs) > 0 || (tb != nil && pk.pos > 0) {
 				break // the epoch's last, short batch
 			}
+			if l.ep.force && l.batches < l.ep.steps {
+				break // an empty batch, all padding, up to Len
+			}
 			l.atEnd = false
 			if err := l.endEpoch(); err != nil {
 				giveBack()
@@ -276,6 +293,48 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: []arrow.Array{arr}}})
 	}
 	return b, nil
+}
+
+// dropRest drops what is left of the epoch (tokens output past Len's
+// last batch): the rows held and every unit not yet taken in, counted in
+// Stats.DroppedRows; then it moves to the next epoch.
+func (l *Loader) dropRest(ctx context.Context) error {
+	n := int64(len(l.rows.out))
+	if l.rows.buf != nil {
+		n += int64(len(l.rows.buf.items))
+	}
+	l.rows.drop()
+	count := func(fb *fetchBatch, from int) {
+		for _, ui := range fb.order[from:fb.n] {
+			for _, p := range fb.units[ui].pages {
+				n += int64(p.Rows())
+			}
+		}
+	}
+	if l.cur != nil {
+		count(l.cur, l.curNext)
+		l.done = l.cur.jEnd
+		l.recycle(l.cur)
+		l.cur = nil
+	}
+	for !l.atEnd {
+		fb, err := l.take(ctx)
+		if err != nil {
+			return err
+		}
+		if fb == nil {
+			break
+		}
+		count(fb, 0)
+		l.done = fb.jEnd
+		l.recycle(fb)
+	}
+	l.atEnd = false
+	l.stats.DroppedRows += n
+	if n > 0 {
+		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, n, l.ep.steps)
+	}
+	return l.endEpoch()
 }
 
 // packRow packs the tokens of one row; it reports whether the whole row

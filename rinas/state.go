@@ -29,19 +29,28 @@ type RowRef struct {
 // Resuming re-reads the Pending rows' pages first, so every row is
 // delivered exactly once across the checkpoint.
 type State struct {
-	Version  int      `json:"version"`
-	Dataset  string   `json:"dataset"` // fingerprint of the files and column
-	Shuffle  string   `json:"shuffle"`
-	Seed     uint64   `json:"seed"`
-	Epoch    uint64   `json:"epoch"`
-	Start    uint64   `json:"start"`
-	Rank     int      `json:"rank"`
-	World    int      `json:"world"`
-	Done     uint64   `json:"done"`
-	Exclude  []uint64 `json:"exclude,omitempty"`
-	Pending  []RowRef `json:"pending,omitempty"`
-	RNG      uint64   `json:"rng"`
-	EpochEnd bool     `json:"epoch_end,omitempty"` // the epoch is finished
+	Version int      `json:"version"`
+	Dataset string   `json:"dataset"` // fingerprint of the files and column
+	Shuffle string   `json:"shuffle"`
+	Seed    uint64   `json:"seed"`
+	Epoch   uint64   `json:"epoch"`
+	Start   uint64   `json:"start"`
+	Rank    int      `json:"rank"`
+	World   int      `json:"world"`
+	Done    uint64   `json:"done"`
+	Exclude []uint64 `json:"exclude,omitempty"`
+	Pending []RowRef `json:"pending,omitempty"`
+	RNG     uint64   `json:"rng"`
+	// Batches counts the batches the rank delivered in the epoch, so that
+	// a resumed loader yields Len in all.
+	Batches uint64 `json:"batches,omitempty"`
+	// Flushed says the shuffle buffer had been emptied at the epoch's
+	// end: the Pending rows are all in delivery order.
+	Flushed bool `json:"flushed,omitempty"`
+	// Resharded marks the remainder of an epoch that Reshard dealt out to
+	// another world: it is delivered exactly once, without equal steps.
+	Resharded bool `json:"resharded,omitempty"`
+	EpochEnd  bool `json:"epoch_end,omitempty"` // the epoch is finished
 }
 
 const stateVersion = 1
@@ -127,7 +136,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	out := make([]*State, world)
 	for r := range out {
 		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Shuffle: s0.Shuffle, Seed: s0.Seed,
-			Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd,
+			Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
 			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
 		for _, p := range exclude {
 			if (p-start)%uint64(world) == uint64(r) {
