@@ -88,6 +88,26 @@ func (fb *fetchBatch) releasePages() {
 	}
 }
 
+// identity lists unit indexes in plan order (Config.Deterministic).
+var identity = func() []int32 {
+	o := make([]int32, 1<<16)
+	for i := range o {
+		o[i] = int32(i)
+	}
+	return o
+}()
+
+// arrivals returns the order in which the consumer takes in fb's units:
+// their landing order, or with Config.Deterministic their plan order
+// (fb is handed over once every unit has landed, so reads still complete
+// in any order inside the fetch window).
+func (l *Loader) arrivals(fb *fetchBatch) []int32 {
+	if l.cfg.Deterministic {
+		return identity
+	}
+	return fb.order
+}
+
 // recycle returns a consumed fetch batch to the producer.
 func (l *Loader) recycle(fb *fetchBatch) {
 	fb.releasePages()

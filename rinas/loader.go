@@ -673,7 +673,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		}
 		arrs := make([]arrow.Array, 0, fb.n)
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
-		for _, ui := range fb.order[:fb.n] {
+		for _, ui := range l.arrivals(fb)[:fb.n] {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
@@ -705,7 +705,7 @@ func (l *Loader) State() *State {
 	s.Exclude = slices.Clone(l.exclude)
 	if fb := l.cur; fb != nil {
 		// Units of the batch being taken in: those already taken.
-		for _, ui := range fb.order[:l.curNext] {
+		for _, ui := range l.arrivals(fb)[:l.curNext] {
 			s.Exclude = append(s.Exclude, fb.units[ui].pos)
 		}
 		s.Done = fb.j0

@@ -236,7 +236,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		if l.cur != nil && l.curNext < l.cur.n {
-			u := &l.cur.units[l.cur.order[l.curNext]]
+			u := &l.cur.units[l.arrivals(l.cur)[l.curNext]]
 			l.curNext++
 			l.rows.push(u)
 			continue
@@ -305,7 +305,7 @@ func (l *Loader) dropRest(ctx context.Context) error {
 	}
 	l.rows.drop()
 	count := func(fb *fetchBatch, from int) {
-		for _, ui := range fb.order[from:fb.n] {
+		for _, ui := range l.arrivals(fb)[from:fb.n] {
 			for _, p := range fb.units[ui].pages {
 				n += int64(p.Rows())
 			}
