@@ -520,6 +520,7 @@ func (b *builder) reuseFrom(old *Index) {
 			continue
 		}
 		b.oldFile[f] = of
+		b.files[f].FooterHash = old.files[of].FooterHash
 		b.reused++
 		m := fileMeta{paths: paths, numRows: old.files[of].NumRows}
 		for c := old.fileRG[of]; c < old.fileRG[of+1]; c++ {
@@ -690,6 +691,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 			return
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
+		f.FooterHash = footerSum(data)
 	}
 	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
 	if err != nil {

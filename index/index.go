@@ -68,6 +68,10 @@ type FileInfo struct {
 	NumRowGroups int
 	FirstRow     int64 // global row number of the file's first row
 	FirstChunk   int   // global chunk number of its first row group
+	// FooterHash is FNV-1a 64 of the file's footer (its FileMetaData
+	// bytes): with Size, a content identity that survives a copy or a
+	// move, unlike Path and ModTime.
+	FooterHash uint64
 }
 
 // ColumnInfo describes one projected column (a leaf of the schema).

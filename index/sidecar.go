@@ -26,9 +26,19 @@ import (
 // uvarint length and bytes. Any change to the layout bumps sidecarVersion.
 const (
 	sidecarMagic   = "PFIX"
-	sidecarVersion = 1
+	sidecarVersion = 2
 	sidecarPrefix  = ".pagefeed-"
 )
+
+// footerSum hashes a footer: FNV-1a 64 of the FileMetaData bytes at the
+// end of tail (which ends with the footer length and magic).
+func footerSum(tail []byte) uint64 {
+	n := len(tail)
+	flen := int(le32(tail[n-8:]))
+	h := fnv.New64a()
+	h.Write(tail[n-8-flen:])
+	return h.Sum64()
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -89,6 +99,7 @@ func encodeSidecar(ix *Index) []byte {
 		e.str(f.Path)
 		e.i64(f.Size)
 		e.i64(f.ModTime.UnixNano())
+		e.i64(int64(f.FooterHash))
 		e.uv(uint64(f.NumRowGroups))
 	}
 	e.uv(uint64(len(ix.rgs)))
@@ -255,7 +266,7 @@ func decodeSidecar(b []byte) (*Index, error) {
 		ix.columns = append(ix.columns, d.str())
 	}
 	ix.walk = d.u8() == 1
-	nf := d.count(18)
+	nf := d.count(26)
 	ix.files = make([]FileInfo, nf)
 	ix.fileRG = make([]int32, nf+1)
 	for i := range ix.files {
@@ -263,6 +274,7 @@ func decodeSidecar(b []byte) (*Index, error) {
 		f.Path = d.str()
 		f.Size = d.i64()
 		f.ModTime = time.Unix(0, d.i64())
+		f.FooterHash = uint64(d.i64())
 		nrg := d.uv()
 		if nrg > math.MaxInt32-uint64(ix.fileRG[i]) {
 			return nil, fmt.Errorf("%w: row group count", ErrSidecar)

@@ -89,6 +89,9 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		c.warned = true
 		c.logf("%d files open, above the budget of %d (RLIMIT_NOFILE/2): every one has reads scheduled", c.open+1, c.max)
 	}
+	if err := checkIdentity(c.ix, i); err != nil {
+		return nil, err
+	}
 	f, err := c.eng.Open(c.ix.File(i).Path)
 	if err != nil {
 		return nil, err

@@ -2,8 +2,6 @@ package rinas
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +58,7 @@ type Loader struct {
 	rowStart []int64 // row mode: global first row of each page, len pages+1
 	unitMax  int     // most pages one unit reads
 	dataset  string
+	fileSums string    // State.Files: each file's digest
 	pageRows []int32   // page units: rows starting in each page (-1 unknown)
 	pageTok  []float64 // tokens output: estimated tokens of each page
 
@@ -176,13 +175,7 @@ func (l *Loader) openIndex(ctx context.Context) error {
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	h := sha256.New()
-	for i := 0; i < l.ix.NumFiles(); i++ {
-		f := l.ix.File(i)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
-	}
-	fmt.Fprintf(h, "%s", col.Path)
-	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
+	l.dataset, l.fileSums = fingerprint(l.ix, col.Path)
 	return nil
 }
 
@@ -510,7 +503,7 @@ func (l *Loader) startEpoch(s *State) error {
 	case s.Version != stateVersion:
 		return fmt.Errorf("%w: version %d", ErrState, s.Version)
 	case s.Dataset != l.dataset:
-		return fmt.Errorf("%w: it was taken on another dataset or column (%s, this is %s)", ErrState, s.Dataset, l.dataset)
+		return l.datasetMismatch(s)
 	case s.Seed != l.cfg.Seed:
 		return fmt.Errorf("%w: it was taken with seed %d, this loader has seed %d", ErrState, s.Seed, l.cfg.Seed)
 	case s.Shuffle != l.cfg.Shuffle.String():
@@ -694,7 +687,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
-	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Seed: l.cfg.Seed,
+	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
 		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded}
 	if l.finished {

@@ -29,8 +29,14 @@ type RowRef struct {
 // Resuming re-reads the Pending rows' pages first, so every row is
 // delivered exactly once across the checkpoint.
 type State struct {
-	Version int      `json:"version"`
-	Dataset string   `json:"dataset"` // fingerprint of the files and column
+	Version int `json:"version"`
+	// Dataset fingerprints the dataset's content and the column: each
+	// file's path relative to the files' common directory, its size and
+	// its footer's hash. A copy or a move of the dataset keeps it; Files
+	// holds each file's share of it (4 bytes a file, base64) so that a
+	// changed file can be named.
+	Dataset string   `json:"dataset"`
+	Files   string   `json:"files,omitempty"`
 	Shuffle string   `json:"shuffle"`
 	Seed    uint64   `json:"seed"`
 	Epoch   uint64   `json:"epoch"`
@@ -136,7 +142,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	out := make([]*State, world)
 	for r := range out {
 		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Shuffle: s0.Shuffle, Seed: s0.Seed,
-			Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
+			Files: s0.Files, Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
 			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
 		for _, p := range exclude {
 			if (p-start)%uint64(world) == uint64(r) {
