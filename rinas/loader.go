@@ -170,8 +170,8 @@ func (l *Loader) openIndex(ctx context.Context) error {
 	col := l.ix.Column(0)
 	if l.cfg.Output == OutputTokens {
 		d := col.Descr
-		if d.PhysicalType().String() != "INT32" || d.MaxRepetitionLevel() > 1 {
-			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs int32 or list<int32> columns only",
+		if pt := d.PhysicalType().String(); (pt != "INT32" && pt != "INT64") || d.MaxRepetitionLevel() > 1 {
+			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs integer columns (int32, int64, uint16, uint32) or lists of them only",
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
@@ -373,7 +373,12 @@ func (l *Loader) openEngine() error {
 	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
 	tokBytes := int64(0)
 	if l.cfg.Output == OutputTokens {
-		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * 4 * int64(l.cfg.Prefetch+2)
+		// tokens (4 or 8 bytes), position ids (4) and loss mask (1)
+		w := int64(4 + 4 + 1)
+		if l.cfg.Tokens64 {
+			w += 4
+		}
+		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * w * int64(l.cfg.Prefetch+2)
 	}
 	// Pages are decoded as they land and held until their batch is
 	// released: the window read ahead, the batch being filled and the
@@ -470,7 +475,7 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Output == OutputTokens {
 		l.tokBufs = make(chan *tokenBuf, l.cfg.Prefetch+2)
 		for i := 0; i < l.cfg.Prefetch+2; i++ {
-			b, err := newTokenBuf(l.cfg.BatchRows, l.cfg.SeqLen)
+			b, err := newTokenBufW(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)
 			if err != nil {
 				return err
 			}

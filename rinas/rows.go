@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -195,7 +196,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad}
+		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad, truncate: l.cfg.Truncate}
 		pk.reset(tb)
 	}
 	b := &Batch{Epoch: l.epoch, SeqLen: l.cfg.SeqLen}
@@ -278,7 +279,8 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 	b.Rows = len(b.Refs)
 	if tb != nil {
 		b.Fill = pk.finish()
-		b.Tokens = tb.tokens
+		b.Tokens, b.Tokens64 = tb.tokens, tb.tokens64
+		b.PositionIDs, b.CuSeqlens, b.LossMask = tb.pos, tb.cu, tb.mask
 		b.free = func() { l.tokBufs <- tb }
 		return b, nil
 	}
@@ -340,35 +342,62 @@ func (l *Loader) dropRest(ctx context.Context) error {
 // packRow packs the tokens of one row; it reports whether the whole row
 // (and its EOS) went in. A partly packed row keeps its rest in place.
 func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
+	var n int
+	var complete bool
+	var err error
 	switch a := it.arr.(type) {
 	case *array.List:
-		vals, ok := a.ListValues().(*array.Int32)
-		if !ok {
-			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32", a.ListValues().DataType())
-		}
 		if a.IsNull(it.i) {
 			return true, nil
 		}
 		lo, hi := a.ValueOffsets(it.i)
-		doc := vals.Int32Values()[lo:hi]
-		doc = doc[it.tok():]
-		n, complete := pk.add(doc)
-		it.setTok(it.tok() + n)
-		return complete, nil
+		lo += int64(it.tok())
+		switch v := a.ListValues().(type) {
+		case *array.Int32:
+			n, complete, err = addTokens(pk, v.Int32Values()[lo:hi])
+		case *array.Int64:
+			n, complete, err = addTokens(pk, v.Int64Values()[lo:hi])
+		case *array.Uint16:
+			n, complete, err = addTokens(pk, v.Uint16Values()[lo:hi])
+		case *array.Uint32:
+			n, complete, err = addTokens(pk, v.Uint32Values()[lo:hi])
+		default:
+			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32, int64, uint16 or uint32", a.ListValues().DataType())
+		}
 	case *array.Int32:
-		if a.IsNull(it.i) {
-			return true, nil
-		}
-		v := [1]int32{a.Value(it.i)}
-		if pk.room() == 0 {
-			return false, nil
-		}
-		pk.buf.tokens[pk.pos] = v[0]
-		pk.pos++
-		pk.filled++
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Int64:
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Uint16:
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Uint32:
+		return packOne(pk, a, it.i, a.Value)
+	default:
+		return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+	}
+	if err != nil {
+		loc := l.ix.Locate(0, int(it.ref.Page))
+		return false, fmt.Errorf("rinas: %s: page at offset %d, row %d: %w", l.ix.File(loc.File).Path, loc.Offset, it.ref.Row, err)
+	}
+	it.setTok(it.tok() + n)
+	return complete, nil
+}
+
+// packOne packs the single token of a row of a flat column (no EOS: each
+// row is one token of a stream).
+func packOne[T int32 | int64 | uint16 | uint32](pk *packer, a arrow.Array, i int, value func(int) T) (bool, error) {
+	if a.IsNull(i) {
 		return true, nil
 	}
-	return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+	if pk.room() == 0 {
+		return false, nil
+	}
+	v := int64(value(i))
+	if pk.buf.tokens64 == nil && (v > math.MaxInt32 || v < math.MinInt32) {
+		return false, errTokenRange{v}
+	}
+	pk.put(v)
+	return true, nil
 }
 
 // concatRows builds one array of the rows, in order. list<int32> (token
