@@ -2,6 +2,8 @@ package rinas
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/pagefeed/pagefeed/codec"
 
@@ -203,9 +205,7 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 			rows[r] = int64(s.Len())
 		}
 	} else {
-		for pos := start; pos < l.nUnits; pos++ {
-			rows[(pos-start)%w] += l.unitRows(l.item(sh, pos))
-		}
+		l.countRows(p, start, rows)
 	}
 	own := rows[l.cfg.Rank]
 	if !even {
@@ -225,21 +225,34 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 	}
 	ep.steps = steps
 	want := steps * b
+	nat := sh.Len() // this rank's units up to N
+	rowsAt := func(j uint64) int64 { return l.unitRows(l.item(sh, sh.Pos(j))) }
 	switch {
 	case want == 0:
 		ep.end = start
 	case l.cfg.Shuffle == ShuffleRow:
 		ep.end = sh.Pos(uint64(want-1)) + 1
+	case want == own:
+		// ends with its last unit
+	case want < own:
+		// DropLast: walk back from the share's end to the unit where want
+		// rows are reached.
+		acc, j := own, nat-1
+		for acc-rowsAt(j) >= want {
+			acc -= rowsAt(j)
+			j--
+		}
+		ep.end = sh.Pos(j) + 1
+		if acc > want {
+			ep.lastRows = rowsAt(j) - (acc - want)
+		}
 	default:
-		var acc int64
-		for j := uint64(0); ; j++ {
-			pos := sh.Pos(j)
-			if pos >= l.nUnits && acc == 0 && j > 0 {
-				break // nothing to repeat (no rows at all)
-			}
-			n := l.unitRows(l.item(sh, pos))
+		// PadLast: go on past N, repeating the start of the order.
+		acc := own
+		for j := nat; ; j++ {
+			n := rowsAt(j)
 			if acc+n >= want {
-				ep.end = pos + 1
+				ep.end = sh.Pos(j) + 1
 				if acc+n > want {
 					ep.lastRows = want - acc
 				}
@@ -255,6 +268,48 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 	}
 	sh = sh.WithEnd(ep.end)
 	return sh, ep, nil
+}
+
+// countRows adds the rows of every position from start on to its rank's
+// count (positions go round-robin over len(rows) ranks). It is the one
+// pass over the whole epoch behind row batches' equal steps, so it runs
+// over the items in order (each item's position from the inverse
+// permutation: the row counts are read sequentially) on every core.
+func (l *Loader) countRows(p perm.Perm, start uint64, rows []int64) {
+	w := uint64(len(rows))
+	ordered := l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream
+	n := l.nUnits
+	parts := uint64(max(1, min(runtime.GOMAXPROCS(0), int(n/(1<<16)))))
+	sums := make([][]int64, parts)
+	var wg sync.WaitGroup
+	for k := uint64(0); k < parts; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			acc := make([]int64, w)
+			for item := n * k / parts; item < n*(k+1)/parts; item++ {
+				pos := item
+				if !ordered {
+					pos = p.Position(item)
+				}
+				if pos < start {
+					continue
+				}
+				if l.pageRows != nil {
+					acc[(pos-start)%w] += int64(max(l.pageRows[item], 0))
+				} else {
+					acc[(pos-start)%w] += l.unitRows(item)
+				}
+			}
+			sums[k] = acc
+		}()
+	}
+	wg.Wait()
+	for _, acc := range sums {
+		for r, v := range acc {
+			rows[r] += v
+		}
+	}
 }
 
 // unitRows returns the rows of unit item (0 where unknown).

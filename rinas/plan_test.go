@@ -117,3 +117,30 @@ func TestEqualStepsResume(t *testing.T) {
 		}
 	}
 }
+
+// TestEqualStepsTokens: tokens output of a list column, whose token count
+// Len estimates: with DropLast and PadLast every rank yields exactly Len
+// batches, the same on every rank, padding with empty batches or dropping
+// the rest; with KeepUneven every token arrives.
+func TestEqualStepsTokens(t *testing.T) {
+	ds := testDataset(t, "v2")
+	for _, pad := range []bool{false, true} {
+		for _, world := range []int{1, 2, 3} {
+			t.Run(fmt.Sprintf("pad=%v/world%d", pad, world), func(t *testing.T) {
+				steps := -1
+				for r := 0; r < world; r++ {
+					cfg := baseConfig(ds, "input_ids")
+					cfg.Output, cfg.SeqLen, cfg.BatchRows, cfg.BatchPages = OutputTokens, 128, 4, 8
+					cfg.Rank, cfg.World, cfg.DropLast, cfg.PadLast = r, world, !pad, pad
+					l := openT(t, cfg)
+					n := 0
+					eachBatch(t, l, func(b *Batch) { n++; b.Release() })
+					if n != l.Len() || (steps >= 0 && n != steps) {
+						t.Fatalf("rank %d: %d steps, Len %d, rank 0 %d", r, n, l.Len(), steps)
+					}
+					steps = n
+				}
+			})
+		}
+	}
+}
