@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -74,29 +76,49 @@ func (l *Loader) datasetMismatch(s *State) error {
 	cur, _ := base64.StdEncoding.DecodeString(l.fileSums)
 	if err == nil && len(old) > 0 && len(old)%4 == 0 {
 		if len(old) != len(cur) {
-			return fmt.Errorf("%w: it was taken on a dataset of %d files, this one has %d", ErrState, len(old)/4, len(cur)/4)
+			return stateErr("dataset", "it was taken on a dataset of %d files, this one has %d", len(old)/4, len(cur)/4)
 		}
 		for i := 0; i < len(cur); i += 4 {
 			if string(old[i:i+4]) != string(cur[i:i+4]) {
-				return fmt.Errorf("%w: %s differs from the file the state was taken on (its size, footer or name relative to the dataset changed)", ErrState, l.ix.File(i/4).Path)
+				return stateErr("dataset", "%s differs from the file the state was taken on (its size, footer or name relative to the dataset changed)", l.ix.File(i/4).Path)
 			}
 		}
 	}
-	return fmt.Errorf("%w: it was taken on another dataset or column (%s, this is %s)", ErrState, s.Dataset, l.dataset)
+	return stateErr("dataset", "it was taken on another dataset or column (%s, this is %s)", s.Dataset, l.dataset)
+}
+
+// fileID is what identifies an open file: a file renamed over it or
+// rewritten to another size has another.
+type fileID struct {
+	dev, ino uint64
+	size     int64
+}
+
+func statID(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size}, nil
 }
 
 // checkIdentity reports whether file i is still the one the index was
-// built from: same size and modification time. A file replaced since is
-// an error naming it, never rows read with another file's page map.
-func checkIdentity(ix *index.Index, i int) error {
+// built from and Open saw (want; zero when Open could not stat it): the
+// size the index has, and the device and inode Open found. A file
+// replaced since is an error naming it, never rows read with another
+// file's page map. (A rewrite in place to the same size keeps both; the
+// State fingerprint catches a changed footer at resume.)
+func checkIdentity(ix *index.Index, i int, want fileID) error {
 	f := ix.File(i)
-	st, err := os.Stat(f.Path)
+	got, err := statID(f.Path)
 	if err != nil {
 		return fmt.Errorf("rinas: %w", err)
 	}
-	if st.Size() != f.Size || !st.ModTime().Equal(f.ModTime) {
-		return fmt.Errorf("rinas: %s changed since it was indexed (size %d→%d, mtime %s→%s): rebuild the index",
-			f.Path, f.Size, st.Size(), f.ModTime.Format("2006-01-02T15:04:05.999999999"), st.ModTime().Format("2006-01-02T15:04:05.999999999"))
+	switch {
+	case got.size != f.Size:
+		return fmt.Errorf("rinas: %s changed since it was indexed (size %d, now %d): rebuild the index", f.Path, f.Size, got.size)
+	case want != (fileID{}) && (got.dev != want.dev || got.ino != want.ino):
+		return fmt.Errorf("rinas: %s was replaced since the loader opened (inode %d, now %d): rebuild the index", f.Path, want.ino, got.ino)
 	}
 	return nil
 }
