@@ -180,7 +180,9 @@ type Config struct {
 	//
 	// Equal steps hold for every epoch started from its beginning,
 	// resumed ones included; an epoch resumed from states that Reshard
-	// made for another world is delivered exactly once without them.
+	// made for another world is delivered exactly once without them. A
+	// unit dropped by SkipBadPages is not made up for: with row batches
+	// its rank may then take a step less.
 	DropLast, PadLast, KeepUneven bool
 
 	// Deterministic delivers batches, and the rows within them, in plan
