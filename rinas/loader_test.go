@@ -358,7 +358,17 @@ func TestResumeUnorderedDeliversTheRest(t *testing.T) {
 	checkExactlyOnce(t, append(head, rest...), ds.rows)
 }
 
+// TestReshardChangesWorldSizeExactly: states of ranks stopped at different
+// steps, resharded to another world, deliver the rest exactly once, with
+// equal steps off (KeepUneven) and on (DropLast, the default for World >
+// 1: the resharded remainder is delivered whole).
 func TestReshardChangesWorldSizeExactly(t *testing.T) {
+	for _, uneven := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepUneven=%v", uneven), func(t *testing.T) { testReshard(t, uneven) })
+	}
+}
+
+func testReshard(t *testing.T, uneven bool) {
 	ds := testDataset(t, "v2")
 	for _, tc := range []struct {
 		name     string
@@ -375,7 +385,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			var states []*State
 			for r := 0; r < tc.from; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages, cfg.KeepUneven = r, tc.from, 4, true
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.KeepUneven = r, tc.from, 4, uneven || tc.from == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
@@ -390,7 +400,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			}
 			for r := 0; r < tc.to; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume, cfg.KeepUneven = r, tc.to, 4, next[r], true
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume, cfg.KeepUneven = r, tc.to, 4, next[r], uneven || tc.to == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
