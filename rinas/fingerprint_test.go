@@ -3,6 +3,7 @@ package rinas
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,10 +35,19 @@ func TestCheckpointSurvivesCopy(t *testing.T) {
 
 // TestCheckpointRefusesChangedFile: a file whose content changed with its
 // size and mtime kept (touch -r) is named when a checkpoint is resumed.
+// With a sidecar, the footer hash comes from the footer read at Build,
+// not from the sidecar.
 func TestCheckpointRefusesChangedFile(t *testing.T) {
+	for _, sidecar := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sidecar=%v", sidecar), func(t *testing.T) { testChangedFile(t, sidecar) })
+	}
+}
+
+func testChangedFile(t *testing.T, sidecar bool) {
 	ds := copyDataset(t, manyPages(t))
 	cfg := baseConfig(ds, "id")
 	cfg.BatchPages = 8
+	cfg.Index.NoSidecar = !sidecar
 	_, _, states := drain(t, openT(t, cfg), 2)
 	victim := ds.paths[1]
 	st, err := os.Stat(victim)
