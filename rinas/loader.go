@@ -380,12 +380,7 @@ func (l *Loader) openEngine() error {
 	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
 	tokBytes := int64(0)
 	if l.cfg.Output == OutputTokens {
-		// tokens (4 or 8 bytes), position ids (4) and loss mask (1)
-		w := int64(4 + 4 + 1)
-		if l.cfg.Tokens64 {
-			w += 4
-		}
-		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * w * int64(l.cfg.Prefetch+2)
+		tokBytes = int64(tokenBufBytes(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)) * int64(l.cfg.Prefetch+2)
 	}
 	// Pages are decoded as they land and held until their batch is
 	// released: the window read ahead, the batch being filled and the

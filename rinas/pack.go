@@ -8,51 +8,72 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// tokenBuf is a [rows, seqLen] int32 (or int64) matrix in one
-// 4096-byte-aligned, mmap'd (and, where RLIMIT_MEMLOCK allows, mlock'ed)
-// region outside the Go heap, so a consumer can hand it to a device copy
-// without a bounce buffer; with it, the per-token position ids and loss
-// mask and the batch's document boundaries, on the Go heap.
+// tokenBuf is a [rows, seqLen] int32 (or int64) matrix with the per-token
+// position ids and loss mask and the batch's document boundaries, all in
+// one 4096-byte-aligned, mmap'd (and, where RLIMIT_MEMLOCK allows,
+// mlock'ed) region outside the Go heap: a consumer can hand any of them to
+// a device copy without a bounce buffer, and a C caller may keep pointers
+// to them until the batch is released (cgo forbids that for Go memory).
 type tokenBuf struct {
 	mem      []byte  // the mapping, for munmap
 	tokens   []int32 // rows*seqLen values over mem (int32 output)
 	tokens64 []int64 // rows*seqLen values over mem (int64 output)
-	pos      []int32 // position ids
-	mask     []uint8 // loss mask
-	cu       []int32 // cu_seqlens
-	ends     []int32 // segment ends recorded while packing
-	rows     int
-	seqLen   int
-	locked   bool
+	pos      []int32 // position ids, over mem
+	mask     []uint8 // loss mask, over mem
+	// cu is cu_seqlens over mem; its capacity is one per token plus one,
+	// the most segments a batch can hold, so finish never reallocates it.
+	cu     []int32
+	ends   []int32 // segment ends recorded while packing (Go heap, never handed out)
+	rows   int
+	seqLen int
+	locked bool
 }
 
 // newTokenBuf maps a buffer for rows×seqLen int32 tokens.
 func newTokenBuf(rows, seqLen int) (*tokenBuf, error) { return newTokenBufW(rows, seqLen, false) }
+
+// tokenBufBytes is the size of the mapping of a rows×seqLen token buffer:
+// tokens (4 or 8 bytes each), position ids (4), cu_seqlens (4 per token,
+// plus one) and the loss mask (1), each part 64-byte aligned.
+func tokenBufBytes(rows, seqLen int, wide bool) int {
+	n := rows * seqLen
+	w := 4
+	if wide {
+		w = 8
+	}
+	al := func(x int) int { return (x + 63) &^ 63 }
+	return (al(n*w) + al(n*4) + al((n+1)*4) + al(n) + 4095) &^ 4095
+}
 
 // newTokenBufW maps a buffer for rows×seqLen tokens, int64 when wide.
 func newTokenBufW(rows, seqLen int, wide bool) (*tokenBuf, error) {
 	if rows <= 0 || seqLen <= 0 {
 		return nil, fmt.Errorf("rinas: token buffer %d×%d: sizes must be positive", rows, seqLen)
 	}
+	n := rows * seqLen
 	w := 4
 	if wide {
 		w = 8
 	}
-	n := rows * seqLen * w
-	size := (n + 4095) &^ 4095
+	size := tokenBufBytes(rows, seqLen, wide)
 	mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, fmt.Errorf("rinas: map %d-byte token buffer: %w", size, err)
 	}
 	b := &tokenBuf{mem: mem, rows: rows, seqLen: seqLen}
+	al := func(x int) int { return (x + 63) &^ 63 }
+	off := 0
 	if wide {
-		b.tokens64 = unsafe.Slice((*int64)(unsafe.Pointer(&mem[0])), rows*seqLen)
+		b.tokens64 = unsafe.Slice((*int64)(unsafe.Pointer(&mem[0])), n)
 	} else {
-		b.tokens = unsafe.Slice((*int32)(unsafe.Pointer(&mem[0])), rows*seqLen)
+		b.tokens = unsafe.Slice((*int32)(unsafe.Pointer(&mem[0])), n)
 	}
-	b.pos = make([]int32, rows*seqLen)
-	b.mask = make([]uint8, rows*seqLen)
-	b.cu = make([]int32, 0, 2*rows+1)
+	off += al(n * w)
+	b.pos = unsafe.Slice((*int32)(unsafe.Pointer(&mem[off])), n)
+	off += al(n * 4)
+	b.cu = unsafe.Slice((*int32)(unsafe.Pointer(&mem[off])), n+1)[:0]
+	off += al((n + 1) * 4)
+	b.mask = mem[off : off+n : off+n]
 	b.locked = unix.Mlock(mem) == nil
 	return b, nil
 }
@@ -66,7 +87,7 @@ func (b *tokenBuf) free() {
 			_ = unix.Munlock(b.mem)
 		}
 		_ = unix.Munmap(b.mem)
-		b.mem, b.tokens, b.tokens64 = nil, nil, nil
+		b.mem, b.tokens, b.tokens64, b.pos, b.cu, b.mask = nil, nil, nil, nil, nil, nil
 	}
 }
 
