@@ -1,10 +1,10 @@
-# pagefeed — see README.md. Targets: build test demo bench fuzz clean python deps.
+# pagefeed — see README.md. Targets: build test demo bench results fuzz clean python deps.
 GO        ?= go
 BIN       := bin
 FUZZTIME  ?= 30s
 DEMO_DIR  ?= demo-data
 
-.PHONY: all build test vet fmtcheck demo bench fuzz clean python deps gotest pytest pyinterp FORCE
+.PHONY: all build test vet fmtcheck demo bench results fuzz clean soak python deps gotest pytest pyinterp FORCE
 
 # PYTHON: the first of these that imports numpy and torch (Debian's
 # packages are seen by /usr/bin/python3, not always by the python3 first
@@ -69,6 +69,11 @@ demo: build
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	scripts/bench.sh
+
+# results: the benchmarks this machine can run, as one table in
+# docs/results.md stamped with date, commit and machine.
+results: build
+	scripts/results.sh
 
 # fuzz: every fuzz target for FUZZTIME each.
 fuzz:

@@ -4,14 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/index/perm"
 	"github.com/pagefeed/pagefeed/internal/procstat"
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
@@ -43,8 +45,11 @@ type ParquetConfig struct {
 	IODepth  int      // reads in flight in all, as fio's iodepth (split over the workers); default 256
 	Prefetch int      // batches read ahead; default rinas's automatic window
 	Workers  int      // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
-	// IOEngine is io_uring (default), psync (the engine's pread pool) or
-	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
+	// IOEngine is io_uring, psync (the engine's pread pool) or mmap
+	// (baseline: pages copied out of mmap'd files, page cache and all).
+	// Empty (the default) chooses as the loader does: io_uring, or psync
+	// where the kernel refuses io_uring (said through Logf); the result
+	// names the one that ran. An explicit io_uring fails there, as fio's.
 	IOEngine string
 	// Engine is pagefeed (default), arrowgo (baseline: arrow-go's pqarrow
 	// reading whole random row groups: chunk-granular I/O) or decode (the
@@ -62,6 +67,8 @@ type ParquetConfig struct {
 	Epoch   uint64
 	Rank    int
 	World   int
+	// DropLast, PadLast, KeepUneven and Deterministic are rinas.Config's.
+	DropLast, PadLast, KeepUneven, Deterministic bool
 	// DumpOrder writes every delivered page (row mode: "page row") in
 	// delivery order, one per line.
 	DumpOrder string
@@ -93,11 +100,8 @@ func (c *ParquetConfig) fill() error {
 	if c.IODepth < 1 || c.IODepth > 4096 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: iodepth %d (want 1..4096)", ErrBadOption, c.IODepth)}
 	}
-	if c.IOEngine == "" {
-		c.IOEngine = "io_uring"
-	}
 	switch c.IOEngine {
-	case "io_uring", "psync", "mmap":
+	case "", "io_uring", "psync", "mmap":
 	default:
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, c.IOEngine)}
 	}
@@ -276,8 +280,11 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if epochs <= 0 {
 		epochs = 1 << 30 // runtime-bounded
 	}
-	kind := engine.IOUring
-	if cfg.IOEngine == "psync" {
+	kind := engine.Auto
+	switch cfg.IOEngine {
+	case "io_uring":
+		kind = engine.IOUring
+	case "psync":
 		kind = engine.Pread
 	}
 	direct := engine.On
@@ -287,6 +294,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
+		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven, Deterministic: cfg.Deterministic,
 		// --iodepth is the depth of the whole run, as fio's is for one
 		// job: the workers' rings share it.
 		IODepth: cfg.IODepth,
@@ -300,9 +308,15 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	}
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
-		return err
+		return uringRefused(kind, err)
 	}
 	defer l.Close()
+	if cfg.IOEngine == "" {
+		res.Config.IOEngine = "io_uring"
+		if l.Engine().Info().Kind == engine.Pread {
+			res.Config.IOEngine = "psync"
+		}
+	}
 	res.EngineInfo = engineInfo(l.Engine().Info())
 	res.pinned = l.CPUs()
 	res.IndexBuildNs = l.Stats().IndexBuildNs
@@ -416,7 +430,6 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 		}
 		maps[i] = m
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -442,7 +455,7 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 			g := int(sh.At(j))
 			loc := ix.Locate(0, g)
 			ci := ix.Chunk(0, loc.Chunk)
-			ch := &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: ix.File(loc.File).Path, Column: col.Path}
+			ch := codec.ChunkOf(ci.Descr, ci.Codec, ix.File(loc.File).Path, nil)
 			m := maps[loc.File]
 			d := dicts[loc.Chunk]
 			if d == nil && ci.DictSize > 0 {
@@ -581,7 +594,7 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			chunked.Release()
 			res.BatchLat.Record(time.Since(t0).Nanoseconds())
 			res.Batches++
-			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
+			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
 				res.DiskBytes += cc.TotalCompressedSize()
 				res.DecodedBytes += cc.TotalUncompressedSize()
 			}
@@ -699,85 +712,68 @@ func engineStatsLine(st *engine.Stats, workers int, el time.Duration) string {
 
 func fmtBytesRate(bps float64) string { return fmtBytes(bps, true) + "/s" }
 
-// expandParquet resolves globs and directories to Parquet files.
+// expandParquet lists the dataset's files as the index and the loader
+// read them (index.ExpandPaths), so a run evicts and measures exactly the
+// files it reads.
 func expandParquet(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		matches, err := filepath.Glob(p)
-		if err != nil {
-			return nil, &Error{Op: "glob", Path: p, Err: err}
-		}
-		if len(matches) == 0 {
-			return nil, &Error{Op: "open", Path: p, Err: os.ErrNotExist}
-		}
-		out = append(out, matches...)
+	infos, err := index.ExpandPaths(paths, nil)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	files := make([]string, len(infos))
+	for i, fi := range infos {
+		files[i] = fi.Path
+	}
+	return files, nil
 }
 
 // evictCache drops the dataset's clean pages from the page cache, so a
 // run starts cold and page-cache growth is measured from zero.
-func evictCache(paths []string) {
-	for _, p := range paths {
-		walkFiles(p, func(path string) {
-			if f, err := os.Open(path); err == nil {
-				_ = unix.Fdatasync(int(f.Fd()))
-				_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-				f.Close()
-			}
-		})
+func evictCache(files []string) {
+	for _, path := range files {
+		if f, err := os.Open(path); err == nil {
+			dropCache(int(f.Fd()))
+			f.Close()
+		}
 	}
 }
 
 // residentBytes sums the dataset's bytes in the page cache (mincore).
-func residentBytes(paths []string) int64 {
+func residentBytes(files []string) int64 {
 	var total int64
-	page := int64(os.Getpagesize())
-	for _, p := range paths {
-		walkFiles(p, func(path string) {
-			f, err := os.Open(path)
-			if err != nil {
-				return
-			}
-			defer f.Close()
-			st, err := f.Stat()
-			if err != nil || st.Size() == 0 {
-				return
-			}
-			m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-			if err != nil {
-				return
-			}
-			defer unix.Munmap(m)
-			vec := make([]byte, (st.Size()+page-1)/page)
-			if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-				return
-			}
-			for _, v := range vec {
-				if v&1 != 0 {
-					total += page
-				}
-			}
-		})
+	for _, path := range files {
+		total += residentFile(path)
 	}
 	return total
 }
 
-func walkFiles(p string, fn func(string)) {
-	st, err := os.Stat(p)
+func residentFile(path string) int64 {
+	page := int64(os.Getpagesize())
+	f, err := os.Open(path)
 	if err != nil {
-		return
+		return 0
 	}
-	if !st.IsDir() {
-		fn(p)
-		return
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0
 	}
-	_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
-			fn(path)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return 0
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (st.Size()+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return 0
+	}
+	var n int64
+	for _, v := range vec {
+		if v&1 != 0 {
+			n += page
 		}
-		return nil
-	})
+	}
+	return n
 }
 
 type usage struct {
@@ -815,16 +811,7 @@ func sampleRSS(out *[]int64) (stop func()) {
 }
 
 func affinity() []int {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil {
-		return nil
-	}
-	var cpus []int
-	for i := 0; i < runtime.NumCPU()*2 && i < 1024; i++ {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
+	cpus, _ := pin.Current()
 	return cpus
 }
 
@@ -845,7 +832,6 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		b    []byte
 		off  int64
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -860,7 +846,7 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		path := ix.File(loc.File).Path
 		ch := chunks[loc.Chunk]
 		if ch == nil {
-			ch = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: path, Column: col.Path}
+			ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
 			chunks[loc.Chunk] = ch
 			if ci.DictSize > 0 {
 				b, err := readRange(path, ci.DictOffset, int(ci.DictSize))
@@ -949,4 +935,20 @@ func readRange(path string, off int64, n int) ([]byte, error) {
 		return nil, &Error{Op: "read", Path: path, Off: off, Err: err}
 	}
 	return b, nil
+}
+
+// uringRefused words an explicit io_uring the kernel refuses as fio does
+// ("err=1, func=io_queue_init, error=Operation not permitted"); other
+// errors pass unchanged.
+func uringRefused(kind engine.Kind, err error) error {
+	var ee *engine.Error
+	var errno syscall.Errno
+	if kind != engine.IOUring || !errors.As(err, &ee) || ee.Op != "io_uring setup" || !errors.As(err, &errno) {
+		return err
+	}
+	msg := errno.Error()
+	if msg != "" {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return fmt.Errorf("%w: io_uring: err=%d, func=io_queue_init, error=%s (leave --ioengine unset to fall back to psync)", ErrEngine, int(errno), msg)
 }

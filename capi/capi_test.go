@@ -30,6 +30,7 @@ func TestParseConfig(t *testing.T) {
 		{`{"paths":["a"]} {}`, rinas.ErrConfig},
 		{`{"paths":["a"],"resume":{"version":99}}`, rinas.ErrState},
 		{`{"paths":["a"],"resume":null}`, nil},
+		{`{"paths":["a"],"drop_last":true,"deterministic":true,"eos":0,"truncate":true}`, nil},
 	} {
 		c, err := parseConfig([]byte(tc.in))
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -41,7 +42,11 @@ func TestParseConfig(t *testing.T) {
 	}
 	c, err := parseConfig([]byte(`{"paths":["a"],"shuffle":"row","fetch":"ordered","output":"tokens","seq_len":8,"batch_rows":2,"rank":1,"world":3,"memory_limit":123}`))
 	if err != nil || c.Shuffle != rinas.ShuffleRow || c.Fetch != rinas.Ordered || c.Output != rinas.OutputTokens ||
-		c.SeqLen != 8 || c.BatchRows != 2 || c.Rank != 1 || c.World != 3 || c.MemoryLimit != 123 {
+		c.SeqLen != 8 || c.BatchRows != 2 || c.Rank != 1 || c.World != 3 || c.MemoryLimit != 123 || c.ExplicitEOS {
+		t.Fatalf("parsed %+v, %v", c, err)
+	}
+	c, err = parseConfig([]byte(`{"paths":["a"],"eos":0,"pad":7,"keep_uneven":true}`))
+	if err != nil || c.EOS != 0 || !c.ExplicitEOS || c.Pad != 7 || !c.ExplicitPad || !c.KeepUneven {
 		t.Fatalf("parsed %+v, %v", c, err)
 	}
 }
@@ -135,8 +140,8 @@ func TestLoaderRoundTrip(t *testing.T) {
 	if err != nil || !json.Valid(st) {
 		t.Fatalf("state %s, %v", st, err)
 	}
-	if n, isRows, err := loaderLen(h); err != nil || n <= 0 {
-		t.Fatalf("len %d %v %v", n, isRows, err)
+	if n, err := loaderLen(h); err != nil || n <= 0 {
+		t.Fatalf("len %d %v", n, err)
 	}
 	// Close with a batch outstanding: it stays valid until released.
 	for _, bh := range held {

@@ -51,8 +51,7 @@ type loaderEnt struct {
 	l      *rinas.Loader
 	ctx    context.Context
 	cancel context.CancelFunc
-	n      int64 // lenOf at open: pf_len never waits for a blocked pf_next
-	isRows bool
+	n      int64 // Len at open
 }
 
 // batchEnt is one batch handed out. refs counts the caller's reference
@@ -78,7 +77,7 @@ func openLoader(cfgJSON []byte) (int64, error) {
 		return 0, err
 	}
 	e := &loaderEnt{l: l}
-	e.n, e.isRows = lenOf(l)
+	e.n = int64(l.Len())
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return register(table.loaders, e), nil
 }
@@ -290,27 +289,15 @@ func stateJSON(h int64) ([]byte, error) {
 	return out, err
 }
 
-// lener is rinas.Loader's batches-per-epoch count, where the loader has it.
-type lener interface{ Len() int }
-
-// lenOf is the loader's batches per epoch for this rank when
-// rinas.Loader has Len; before that, the rows of the dataset divided
-// among the ranks (rounded up), and isRows says so.
-func lenOf(l *rinas.Loader) (n int64, isRows bool) {
-	if ln, ok := any(l).(lener); ok {
-		return int64(ln.Len()), false
-	}
-	world := int64(l.State().World)
-	return (l.Index().NumRows() + world - 1) / world, true
-}
-
-// loaderLen returns lenOf, taken at open.
-func loaderLen(h int64) (int64, bool, error) {
+// loaderLen returns the loader's batches per epoch for this rank
+// (rinas.Loader.Len), taken at open so that it never waits for a pf_next
+// blocked on another thread.
+func loaderLen(h int64) (int64, error) {
 	e := lookup(table.loaders, h)
 	if e == nil {
-		return 0, false, fmt.Errorf("%w: loader %d", errClosed, h)
+		return 0, fmt.Errorf("%w: loader %d", errClosed, h)
 	}
-	return e.n, e.isRows, nil
+	return e.n, nil
 }
 
 // closeLoader ends a Next blocked on another thread, then closes. Batches

@@ -36,7 +36,7 @@ import (
 )
 
 // abiVersion changes when a call or struct of pagefeed.h changes.
-const abiVersion = 1
+const abiVersion = 2
 
 var versionStr = C.CString(fmt.Sprintf("pagefeed capi %d", abiVersion)) // static, never freed
 
@@ -147,18 +147,14 @@ func pf_reshard(states *C.char, world C.int64_t, out **C.char) C.int {
 //export pf_free
 func pf_free(p unsafe.Pointer) { C.free(p) }
 
-// pf_len stores the loader's length in *out and sets *rows to 1 when it
-// counts rows per rank rather than batches per epoch (see loaderLen).
+// pf_len stores the loader's batches per epoch for its rank in *out
+// (known at open; see rinas.Loader.Len for how exact it is).
 //
 //export pf_len
-func pf_len(h C.int64_t, out *C.int64_t, rows *C.int) C.int {
+func pf_len(h C.int64_t, out *C.int64_t) C.int {
 	return call(func() error {
-		n, isRows, err := loaderLen(int64(h))
+		n, err := loaderLen(int64(h))
 		*out = C.int64_t(n)
-		*rows = 0
-		if isRows {
-			*rows = 1
-		}
 		return err
 	})
 }

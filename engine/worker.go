@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/ring"
 )
 
@@ -55,6 +56,16 @@ type worker struct {
 	jobs chan int32
 	hmu  sync.Mutex
 
+	enterFaults EnterFaulter // Options.Faults, where it implements it
+	enterErrs   int          // io_uring_enter failures in a row
+	// broken is set when the worker gave up on its ring: every request
+	// it gets from then on fails with it (worker goroutine only). dead
+	// says so to other goroutines: wake then signals wakeCh, on which
+	// brokenLoop sleeps, instead of the eventfd.
+	broken error
+	dead   atomic.Bool
+	wakeCh chan struct{}
+
 	loops atomic.Uint64 // io_uring loop iterations, for the no-spin test
 	st    workerStats   // for Engine.Stats
 	// handling is the slot whose Handler call is running, the only one
@@ -94,7 +105,9 @@ func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 		slots:    make([]slot, o.SlotsPerWorker),
 		free:     make(chan int32, o.SlotsPerWorker),
 		setupErr: make(chan error, 1),
+		wakeCh:   make(chan struct{}, 1),
 	}
+	w.enterFaults, _ = o.Faults.(EnterFaulter)
 	for i := range w.slots {
 		s := &w.slots[i]
 		s.w, s.idx = w, int32(i)
@@ -123,12 +136,9 @@ func (w *worker) lockAndPin() error {
 	if len(sets) == 0 {
 		return nil
 	}
-	var cs unix.CPUSet
-	for _, c := range sets[w.id%len(sets)] {
-		cs.Set(c)
-	}
-	if err := unix.SchedSetaffinity(0, &cs); err != nil {
-		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d cpus %v: %w", w.id, sets[w.id%len(sets)], err)}
+	i := w.id % len(sets)
+	if err := pin.Apply(sets[i]); err != nil {
+		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d, CPUSets[%d]: %w", w.id, i, err)}
 	}
 	return nil
 }
@@ -172,14 +182,13 @@ const hugePage = 2 << 20
 // the memory starts on a huge-page boundary and is advised MADV_HUGEPAGE,
 // so that transparent huge pages back it where the kernel can: a slot is
 // then physically contiguous, and its read one DMA segment instead of one
-// per 4 KiB page. On the development VM's virtio disk that doubled the
-// loader's 64 KiB bandwidth (and fio's --iomem=shmhuge reads 3.5x what its
-// default buffers do). It returns the mapping to unmap, the memory within
+// per 4 KiB page, which matters where a read's cost is its DMA segments
+// (virtio disks). It returns the mapping to unmap, the memory within
 // it, and whether huge pages were advised with THP enabled.
 func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if !huge {
-		mem, err = unix.Mmap(-1, 0, n, prot, flags|unix.MAP_POPULATE)
+		mem, err = unix.Mmap(-1, 0, n, prot, flags|mapPopulate)
 		return mem, mem, false, err
 	}
 	whole, err = unix.Mmap(-1, 0, n+hugePage, prot, flags)
@@ -188,9 +197,9 @@ func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	}
 	off := int((hugePage - uintptr(unsafe.Pointer(unsafe.SliceData(whole)))%hugePage) % hugePage)
 	mem = whole[off : off+n : off+n]
-	advised = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil && thpMode() != "never"
+	advised = unix.Madvise(mem, madvHugepage) == nil && thpMode() != "never"
 	// Populate now, as MAP_POPULATE does, so that reads never fault.
-	if unix.Madvise(mem, unix.MADV_POPULATE_WRITE) != nil { // before Linux 5.14
+	if unix.Madvise(mem, madvPopulateWrite) != nil { // before Linux 5.14
 		for i := 0; i < len(mem); i += slotAlign {
 			mem[i] = 0
 		}
@@ -231,8 +240,16 @@ func (w *worker) post(idx int32) {
 
 var one = [8]byte{1}
 
-// wake interrupts the worker's wait in io_uring_enter through its eventfd.
+// wake interrupts the worker's wait in io_uring_enter through its eventfd
+// (or, once it gave up on its ring, its wait on wakeCh).
 func (w *worker) wake() {
+	if w.dead.Load() {
+		select {
+		case w.wakeCh <- struct{}{}:
+		default: // a wakeup is pending already
+		}
+		return
+	}
 	if w.efd >= 0 {
 		for {
 			if _, err := unix.Write(w.efd, one[:]); err != unix.EINTR {

@@ -1,17 +1,3 @@
-// Package rinas is pagefeed's loader: the control plane that turns a page
-// index into batches. It implements RINAS's intra-batch unordered fetching
-// (every read of a batch, and of the next Prefetch batches, is in flight at
-// once, and a batch is assembled in completion order) over YOUMU's
-// page-level shuffle, with Reimu's row-group shuffle, a full row shuffle, a
-// sequential stream with a local shuffle buffer, and no shuffle as
-// baselines.
-//
-// Memory is fixed at Open: engine slots, the fetch window and the output
-// token buffers come from pools sized by the Config. A consumer that does
-// not Release its batches blocks Next (backpressure); ctx still ends it.
-//
-// A Loader is used by one goroutine: Next, State and Close must not be
-// called concurrently. Batch.Release may be called from any goroutine.
 package rinas
 
 import (
@@ -139,8 +125,8 @@ type Config struct {
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
-	// columns (each batch ahead holds its read slots, and reads into fewer
-	// buffers ran faster); for compressed ones enough for 832 pages (at
+	// columns (each batch ahead holds its read slots, and a smaller set of
+	// read buffers reads faster); for compressed ones enough for 832 pages (at
 	// most 256 MiB of read slots, each as large as the largest page, and
 	// 128 MiB of decoded pages, their size read from sampled page
 	// headers), since decoding loads the cores and the disk's tail latency
@@ -155,14 +141,63 @@ type Config struct {
 	// $LOCAL_RANK as torchrun sets them (else rank 0 of 1).
 	Rank, World, LocalRank int
 
+	// DropLast, PadLast and KeepUneven say how an epoch that does not
+	// divide evenly is shared out, so that every rank takes the same
+	// number of steps (a rank that stops early leaves the others waiting
+	// in a collective forever). At most one may be set; with none set,
+	// DropLast is the default for World > 1 and KeepUneven for World 1.
+	//
+	// DropLast leaves out the epoch's last units that cannot be spread
+	// evenly: page batches give every rank ⌊units/World⌋ units; row
+	// batches (BatchRows) give every rank the same number of full batches,
+	// the most the rank with the fewest rows can fill, and each rank stops
+	// taking in units there (the unit at the cut delivers only the rows
+	// needed). Stats.DroppedRows counts what this rank left out, and Open
+	// logs it.
+	//
+	// PadLast instead repeats units from the start of the epoch's order,
+	// as PyTorch's DistributedSampler pads: page batches give every rank
+	// ⌈units/World⌉ units; row batches give every rank as many full
+	// batches as the rank with the most rows needs. Stats.PaddedRows
+	// counts the repeats.
+	//
+	// KeepUneven delivers every unit exactly once with no equalization:
+	// ranks may take different numbers of steps.
+	//
+	// Equal steps hold for every epoch started from its beginning,
+	// resumed ones included; an epoch resumed from states that Reshard
+	// made for another world is delivered exactly once without them. A
+	// unit dropped by SkipBadPages is not made up for: with row batches
+	// its rank may then take a step less.
+	DropLast, PadLast, KeepUneven bool
+
+	// Deterministic delivers batches, and the rows within them, in plan
+	// order: the reads of a batch still complete in any order inside the
+	// fetch window, but a batch is assembled in the order of its units,
+	// not their landing order. Two runs with the same seed then give
+	// byte-identical batches.
+	Deterministic bool
+
 	Output Output
-	SeqLen int   // tokens: columns of the token matrix; default 2048
-	EOS    int32 // tokens: id written after each document; default 50256
-	Pad    int32 // tokens: id filling the tail of the last row; default EOS
+	SeqLen int // tokens: columns of the token matrix; default 2048
+	// EOS is the id written after each document (tokens output); 0 means
+	// the default 50256 unless ExplicitEOS is set. Pad fills the tail of
+	// the last row; 0 means EOS unless ExplicitPad is set.
+	EOS, Pad                 int32
+	ExplicitEOS, ExplicitPad bool
+	// Tokens64 delivers the token matrix as int64 (Batch.Tokens64)
+	// instead of int32 (Batch.Tokens).
+	Tokens64 bool
+	// Truncate cuts a document longer than SeqLen to its first SeqLen-1
+	// tokens and its EOS; by default it continues on the next row.
+	Truncate bool
 
 	// MemoryLimit bounds what Open may allocate for slots, the fetch
 	// window and output buffers; a Config needing more fails at Open with
-	// ErrMemory. Default 1 GiB.
+	// ErrMemory. Dictionaries get what is left: half for the cache, evicted
+	// least recently used first (those of units in flight stay), half for
+	// the decoders' column readers; a dictionary larger than the cache's
+	// half fails with ErrMemory. Default 1 GiB.
 	MemoryLimit int64
 
 	// Pin places the engine workers on the cores next to this rank's GPU.
@@ -178,9 +213,8 @@ type Config struct {
 	// Engine configures the data plane. Engine.Workers defaults to
 	// GOMAXPROCS (decoding runs on the workers), or half of it (at least
 	// one) when every page of the column is stored uncompressed: decoding
-	// those is cheap, and on this project's 2-core VM one ring then read
-	// 64 KiB pages 4–21% faster than two and 8 KiB pages 9–11% faster,
-	// with a lower batch p99. Ignored when SharedEngine is set.
+	// those is cheap, and fewer rings keep more reads in each. Ignored
+	// when SharedEngine is set.
 	Engine       engine.Options
 	SharedEngine *engine.Engine
 	// Index configures the index build; SharedIndex skips the build.
@@ -188,18 +222,30 @@ type Config struct {
 	SharedIndex *index.Index
 
 	// Resume, when set, continues exactly from a State taken by a Loader
-	// of the same dataset and seed.
+	// of the same dataset, seed, shuffle, output and rank; Open refuses
+	// any other with ErrState naming the field that does not fit.
 	Resume *State
 
-	// SkipBadPages drops a unit (a page, row or row group) whose read
-	// fails for good or whose page is corrupt, instead of failing the
-	// epoch (the default). Each drop is counted in Stats.SkippedPages,
-	// listed by Loader.Skipped with its file and offset, and noticed
-	// through Logf; the rest of the epoch is delivered exactly once.
+	// SkipBadPages drops a unit (a page, row or row group) whose page is
+	// corrupt (IsCorruption: bad Parquet, a CRC mismatch, a page that
+	// contradicts its offset index, a file that shrank after indexing),
+	// instead of failing the epoch (the default). Each drop is counted in
+	// Stats.SkippedPages, listed by Loader.Skipped with its file and
+	// offset, and noticed through Logf; the rest of the epoch is
+	// delivered exactly once. Other errors still fail the epoch: I/O
+	// errors such as EIO or ENOMEM (after the engine's retries),
+	// unsupported encodings, pages over a size limit.
 	SkipBadPages bool
 
 	// Logf receives notices; default stderr.
 	Logf func(format string, args ...any)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func envInt(name string, def int) (int, error) {
@@ -274,12 +320,20 @@ func (c *Config) fill() error {
 		if c.BatchRows == 0 {
 			c.BatchRows = 8
 		}
-		if c.EOS == 0 {
+		if c.EOS == 0 && !c.ExplicitEOS {
 			c.EOS = 50256
 		}
-		if c.Pad == 0 {
+		if c.Pad == 0 && !c.ExplicitPad {
 			c.Pad = c.EOS
 		}
+	}
+	switch n := btoi(c.DropLast) + btoi(c.PadLast) + btoi(c.KeepUneven); {
+	case n > 1:
+		return fmt.Errorf("%w: at most one of DropLast, PadLast and KeepUneven", ErrConfig)
+	case n == 0 && c.World > 1:
+		c.DropLast = true
+	case n == 0:
+		c.KeepUneven = true
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30

@@ -39,7 +39,7 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) 
 	fd, ok := r.fds[path]
 	if !ok {
 		var err error
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|oDirect, 0)
 		if errors.Is(err, unix.EINVAL) {
 			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		}
@@ -70,12 +70,10 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) 
 	}
 	lo := int(off - start)
 	if lo+n > got {
-		return nil, got, fmt.Errorf("rinas: read %s at offset %d: %w (%d of %d bytes)", path, off, errShortRead, max(got-lo, 0), n)
+		return nil, got, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", max(got-lo, 0), n)
 	}
 	return b[lo : lo+n], got, nil
 }
-
-var errShortRead = errors.New("short read: file truncated?")
 
 func (r *directReader) close() {
 	for _, fd := range r.fds {
@@ -113,7 +111,9 @@ func (l *Loader) readUnitSync(u *unit) error {
 			if dict, err = l.prodD.Dictionary(ch, b, ci.DictOffset); err != nil {
 				return err
 			}
-			l.dicts.store(u.chunk, dict)
+			if err := l.dicts.store(u.chunk, dict, func() string { return l.chunkName(u.chunk) }); err != nil {
+				return err
+			}
 		}
 	}
 	first := l.ix.Locate(0, u.first)

@@ -22,6 +22,9 @@ type unit struct {
 	first int   // first global page read
 	n     int   // pages read
 	row   int32 // row mode: the row within the page; -1 all
+	// limit is how many of the unit's rows are delivered, -1 all: the
+	// last unit of a share cut for equal steps (Config.DropLast, PadLast).
+	limit int64
 	// keep is how many leading pages deliver rows (the rest only complete
 	// the last row); rowgroup units keep all.
 	keep  int
@@ -85,6 +88,26 @@ func (fb *fetchBatch) releasePages() {
 	}
 }
 
+// identity lists unit indexes in plan order (Config.Deterministic).
+var identity = func() []int32 {
+	o := make([]int32, 1<<16)
+	for i := range o {
+		o[i] = int32(i)
+	}
+	return o
+}()
+
+// arrivals returns the order in which the consumer takes in fb's units:
+// their landing order, or with Config.Deterministic their plan order
+// (fb is handed over once every unit has landed, so reads still complete
+// in any order inside the fetch window).
+func (l *Loader) arrivals(fb *fetchBatch) []int32 {
+	if l.cfg.Deterministic {
+		return identity
+	}
+	return fb.order
+}
+
 // recycle returns a consumed fetch batch to the producer.
 func (l *Loader) recycle(fb *fetchBatch) {
 	fb.releasePages()
@@ -94,21 +117,38 @@ func (l *Loader) recycle(fb *fetchBatch) {
 	l.free <- fb
 }
 
+// A page read's completion tag packs its fetch batch (at most
+// maxPrefetch+1 of them), its unit within the batch (BatchPages ≤ 65,536)
+// and its page within the unit (a row-group unit has up to maxUnitPages).
 const (
-	tagUnitBits = 24
-	tagPageBits = 16
+	tagBatchBits = 8
+	tagUnitBits  = 16
+	tagPageBits  = 64 - tagBatchBits - tagUnitBits
 )
+
+// maxUnitPages bounds the pages of one unit (plan fails a row group with
+// more): a unit holds an engine slot per page until it decodes, and a
+// worker has at most 65,536 slots. A variable so tests can lower it.
+var maxUnitPages = 1 << 16
 
 func pageTag(fb, u, k int) uint64 {
 	return uint64(fb)<<(tagUnitBits+tagPageBits) | uint64(u)<<tagPageBits | uint64(k)
 }
 
+// splitTag inverts pageTag.
+func splitTag(tag uint64) (fb, u, k int) {
+	return int(tag >> (tagUnitBits + tagPageBits)), int(tag >> tagPageBits & (1<<tagUnitBits - 1)), int(tag & (1<<tagPageBits - 1))
+}
+
 // produce schedules every unit of the loader's epochs, batch by batch. It
 // is the only goroutine that opens files and makes chunks.
-func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uint64) {
+func (l *Loader) produce(epoch uint64, sh perm.Shard, lastRows int64, done uint64, exclude []uint64) {
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
+	if l.finished { // resumed after the run's last epoch
+		return
+	}
 	ctx := l.ctx
 	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
 	for {
@@ -137,6 +177,9 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 					l.perr = err
 					l.free <- fb
 					return
+				}
+				if j == n {
+					fb.units[fb.n].limit = lastRows
 				}
 				fb.n++
 			}
@@ -181,27 +224,21 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
-		var err error
-		if sh, err = l.perm(epoch).Shard(0, l.cfg.Rank, l.cfg.World); err != nil {
+		sh2, ep, err := l.planEpoch(epoch, 0, false)
+		if err != nil {
 			l.perr = err
 			return
 		}
-		done, exclude = 0, nil
+		sh, lastRows, done, exclude = sh2, ep.lastRows, 0, nil
 	}
 }
 
 // fillUnit describes the unit at global position pos.
 func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
-	u.pos, u.row, u.err = pos, -1, nil
+	u.pos, u.row, u.err, u.limit = pos, -1, nil, -1
 	u.got.Store(0)
 	u.pages = u.pages[:0]
-	var item uint64
-	switch l.cfg.Shuffle {
-	case ShuffleNone, ShuffleStream:
-		item = pos
-	default:
-		item = sh.Perm.At(pos)
-	}
+	item := l.item(sh, pos)
 	switch l.cfg.Shuffle {
 	case ShuffleRowGroup:
 		c := l.ix.Chunk(0, int(item))
@@ -236,8 +273,7 @@ func (l *Loader) prepareChunk(c int) error {
 		return nil
 	}
 	ci := l.ix.Chunk(0, c)
-	col := l.ix.Column(0)
-	l.chunks[c] = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: l.ix.File(ci.File).Path, Column: col.Path}
+	l.chunks[c] = codec.ChunkOf(ci.Descr, ci.Codec, l.ix.File(ci.File).Path, nil)
 	return nil
 }
 
@@ -278,10 +314,11 @@ func (l *Loader) nextWorker(i int) int {
 
 // onPage runs on an engine worker for every page read that lands.
 func (l *Loader) onPage(c *engine.Completion) {
-	fb := l.fbs[c.Tag>>(tagUnitBits+tagPageBits)]
-	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
+	ifb, iu, k := splitTag(c.Tag)
+	fb := l.fbs[ifb]
+	u := &fb.units[iu]
 	n := u.n // read before the count: once it is complete, u may be reused
-	u.comps[c.Tag&(1<<tagPageBits-1)] = c
+	u.comps[k] = c
 	l.sa.disk.Add(int64(c.DeviceBytes))
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	if int(u.got.Add(1)) < n {
@@ -320,7 +357,10 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 	}()
 	for k, c := range u.comps[:u.n] {
 		if c.Err != nil {
-			return c.Err
+			return readErr(l.chunks[u.chunk].Path, c)
+		}
+		if want := l.ix.Locate(0, u.first+k).Size; len(c.Data) != int(want) {
+			return pageErrorf("read", l.chunks[u.chunk].Path, c.Off, ErrFileChanged, "read %d of the page's %d bytes", len(c.Data), want)
 		}
 		u.data[k], u.offs[k] = c.Data, c.Off
 	}
@@ -363,6 +403,10 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 			}
 			break
 		}
+		if err := l.checkPage(u.first+k, p); err != nil {
+			p.Release()
+			return err
+		}
 		if p.Aliased() {
 			u.aliased = true
 			l.sa.zeroCopy.Add(1)
@@ -370,6 +414,49 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 		l.sa.pages.Add(1)
 		l.sa.decoded.Add(int64(p.Header().UncompressedSize))
 		u.pages = append(u.pages, p)
+	}
+	return nil
+}
+
+// checkPage holds decoded page g to what the index claims of it, before
+// any of its rows is used: rows are addressed by index (row mode, resume)
+// on the index's word, so a page the index misdescribes would deliver
+// garbage or lose rows. A page with a known row count (offset index) must
+// decode to exactly that many rows and start a row (no leading levels
+// continuing an earlier page); so must the first page of a chunk, whose
+// leading levels would belong to no row.
+func (l *Loader) checkPage(g int, p *codec.Page) error {
+	loc := l.ix.Locate(0, g)
+	if loc.NumRows < 0 && g != l.ix.Chunk(0, loc.Chunk).FirstPage {
+		return nil
+	}
+	path := l.ix.File(loc.File).Path
+	if p.LeadingLevels() != 0 {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
+			"%d levels at its head continue a row of an earlier page, but the page should start a row", p.LeadingLevels())
+	}
+	if loc.NumRows >= 0 && p.Rows() != int(loc.NumRows) {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
+			"%d rows decoded, the offset index says %d", p.Rows(), loc.NumRows)
+	}
+	return nil
+}
+
+// checkEmptyPage reads the header of page g, which the offset index says
+// holds no row, and fails unless it holds no value either.
+func (l *Loader) checkEmptyPage(g int) error {
+	loc := l.ix.Locate(0, g)
+	path := l.ix.File(loc.File).Path
+	b, err := preadFile(path, loc.Offset, min(int(loc.Size), 4096))
+	if err != nil {
+		return err
+	}
+	h, _, err := codec.ParsePageHeader(b)
+	if err != nil {
+		return &codec.Error{Op: "parse header", Path: path, Column: l.ix.Column(0).Path, Off: loc.Offset, Err: err}
+	}
+	if h.NumValues() != 0 {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows, "%d values, the offset index says the page holds no row", h.NumValues())
 	}
 	return nil
 }
@@ -416,12 +503,14 @@ func (l *Loader) onDict(c *engine.Completion) {
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
-	err := c.Err
-	if err == nil {
+	var err error
+	if c.Err != nil {
+		err = readErr(l.chunks[chunk].Path, c)
+	} else {
 		d, err = l.decs[w].Dictionary(l.chunks[chunk], c.Data, c.Off)
 	}
 	c.Release()
-	for _, p := range l.dicts.resolve(chunk, d, err) {
+	for _, p := range l.dicts.resolve(chunk, d, err, func() string { return l.chunkName(chunk) }) {
 		uerr := err
 		if uerr != nil {
 			p.u.releaseComps()
@@ -431,6 +520,12 @@ func (l *Loader) onDict(c *engine.Completion) {
 		l.dicts.unuse(chunk)
 		l.finishUnit(p.fb, p.u, uerr)
 	}
+}
+
+// chunkName describes chunk c of the loaded column, for errors.
+func (l *Loader) chunkName(c int) string {
+	ci := l.ix.Chunk(0, c)
+	return fmt.Sprintf("%s column %s row group %d", l.ix.File(ci.File).Path, l.ix.Column(0).Path, ci.RowGroup)
 }
 
 // releaseComps gives the unit's slots back. Each reference is cleared
@@ -446,12 +541,21 @@ func (u *unit) releaseComps() {
 }
 
 // dictCache holds each chunk's dictionary once read. An entry counts the
-// units scheduled on it; beyond maxDictEntries, unused ready entries are
-// evicted oldest first (a later unit reads the dictionary again).
+// units scheduled on it. Ready dictionaries count their decompressed bytes
+// against budget (half of what MemoryLimit leaves after slots, token
+// buffers and decoded pages; the decoders' column readers, which keep the
+// dictionaries they decoded alive, share the other half through
+// codec.Options.MaxStateDictBytes); beyond it, or beyond maxDictEntries entries, unused ready
+// entries are evicted least recently used first (a later unit reads the
+// dictionary again). Entries in use are never evicted, so the cache may
+// exceed its budget by the dictionaries of the units in flight; a single
+// dictionary larger than the whole budget fails its units with ErrMemory.
 type dictCache struct {
 	mu      sync.Mutex
 	entries map[int]*dictEntry
-	fifo    []int
+	tick    uint64
+	bytes   int64 // decompressed bytes of the ready entries
+	budget  int64
 }
 
 type parkedUnit struct {
@@ -462,6 +566,8 @@ type parkedUnit struct {
 type dictEntry struct {
 	ready  bool
 	users  int
+	used   uint64 // d.tick at the last use, for LRU eviction
+	size   int64
 	dict   *codec.Dictionary
 	err    error
 	parked []parkedUnit
@@ -469,19 +575,23 @@ type dictEntry struct {
 
 const maxDictEntries = 256
 
-func (d *dictCache) init() { d.entries = map[int]*dictEntry{} }
+func (d *dictCache) init(budget int64) {
+	d.entries = map[int]*dictEntry{}
+	d.budget = budget
+}
 
 // acquire counts one more unit on chunk c's dictionary and reports whether
 // the dictionary must be read (no entry yet).
 func (d *dictCache) acquire(c int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.tick++
 	if e, ok := d.entries[c]; ok {
 		e.users++
+		e.used = d.tick
 		return false
 	}
-	d.entries[c] = &dictEntry{users: 1}
-	d.fifo = append(d.fifo, c)
+	d.entries[c] = &dictEntry{users: 1, used: d.tick}
 	return true
 }
 
@@ -495,17 +605,37 @@ func (d *dictCache) unuse(c int) {
 	d.evictLocked()
 }
 
+// evictLocked drops unused ready entries, least recently used first, until
+// the cache is within its entry count and byte budget.
 func (d *dictCache) evictLocked() {
-	for i := 0; len(d.entries) > maxDictEntries && i < len(d.fifo); {
-		c := d.fifo[i]
-		e := d.entries[c]
-		if e != nil && (!e.ready || e.users > 0) {
-			i++
-			continue
+	for len(d.entries) > maxDictEntries || d.bytes > d.budget {
+		lru, lc := (*dictEntry)(nil), 0
+		for c, e := range d.entries {
+			if e.ready && e.users <= 0 && (lru == nil || e.used < lru.used) {
+				lru, lc = e, c
+			}
 		}
-		d.fifo = append(d.fifo[:i], d.fifo[i+1:]...)
-		delete(d.entries, c)
+		if lru == nil {
+			return
+		}
+		d.bytes -= lru.size
+		delete(d.entries, lc)
 	}
+}
+
+// setLocked makes e ready with dict (or err), counting dict's bytes; a
+// dictionary larger than the whole budget becomes an ErrMemory error.
+func (d *dictCache) setLocked(e *dictEntry, c int, dict *codec.Dictionary, err error, name func() string) {
+	if err == nil && dict != nil {
+		if n := int64(dict.Bytes()); n > d.budget {
+			err = fmt.Errorf("%w: the dictionary of %s decodes to %d bytes, more than the %d bytes MemoryLimit leaves for dictionaries", ErrMemory, name(), n, max(d.budget, 0))
+			dict = nil
+		} else {
+			e.size = n
+			d.bytes += n
+		}
+	}
+	e.ready, e.dict, e.err = true, dict, err
 }
 
 // getOrPark returns chunk c's dictionary, or parks u until it lands.
@@ -523,15 +653,16 @@ func (d *dictCache) getOrPark(c int, fb *fetchBatch, u *unit) (*codec.Dictionary
 	return e.dict, e.err, false
 }
 
-// resolve stores a landed dictionary and returns the units parked on it.
-func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error) []parkedUnit {
+// resolve stores a landed dictionary (or its error) and returns the units
+// parked on it; name describes the chunk for an ErrMemory error.
+func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error, name func() string) []parkedUnit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.entries[c]
 	if e == nil {
 		return nil
 	}
-	e.ready, e.dict, e.err = true, dict, err
+	d.setLocked(e, c, dict, err, name)
 	p := e.parked
 	e.parked = nil
 	return p
@@ -542,24 +673,46 @@ func (d *dictCache) lookup(c int) (*codec.Dictionary, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e := d.entries[c]; e != nil && e.ready && e.err == nil {
+		d.tick++
+		e.used = d.tick
 		return e.dict, true
 	}
 	return nil, false
 }
 
-// store adds a dictionary read synchronously.
-func (d *dictCache) store(c int, dict *codec.Dictionary) {
+// store adds a dictionary read synchronously; it fails with ErrMemory for
+// a dictionary larger than the whole budget.
+func (d *dictCache) store(c int, dict *codec.Dictionary, name func() string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.entries[c]; !ok {
-		d.entries[c] = &dictEntry{ready: true, dict: dict}
-		d.fifo = append(d.fifo, c)
+	d.tick++
+	e := &dictEntry{used: d.tick}
+	d.setLocked(e, c, dict, nil, name)
+	if e.err != nil {
+		d.bytes -= e.size
+		return e.err
 	}
+	if _, ok := d.entries[c]; ok {
+		// cached already, or being read for units parked on that entry:
+		// the caller uses its own copy once
+		d.bytes -= e.size
+		return nil
+	}
+	d.entries[c] = e
+	d.evictLocked()
+	return nil
+}
+
+// cachedBytes returns the decompressed bytes of the cached dictionaries.
+func (d *dictCache) cachedBytes() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bytes
 }
 
 func (d *dictCache) drop() {
 	d.mu.Lock()
 	d.entries = map[int]*dictEntry{}
-	d.fifo = nil
+	d.bytes = 0
 	d.mu.Unlock()
 }

@@ -21,13 +21,15 @@ import (
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 )
 
 // TestMain removes the datasets the tests generated once every test has
 // run, then checks that no goroutine outlived them.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if stateFuzz.eng != nil {
+		stateFuzz.eng.Close()
+	}
 	if dsDir != "" {
 		os.RemoveAll(dsDir)
 	}
@@ -164,7 +166,7 @@ func TestPageShuffleExactlyOnceAcrossRanks(t *testing.T) {
 				var pages []uint64
 				for r := 0; r < world; r++ {
 					cfg := baseConfig(ds, "id")
-					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch = r, world, 8, fetch
+					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch, cfg.KeepUneven = r, world, 8, fetch, true
 					l := openT(t, cfg)
 					ids, pg, _ := drain(t, l, -1)
 					all = append(all, ids...)
@@ -224,7 +226,7 @@ func TestEveryModeDeliversEveryRowOnce(t *testing.T) {
 					var all []int64
 					for r := 0; r < world; r++ {
 						cfg := baseConfig(ds, "id")
-						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = sh, r, world, 100, 0
+						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows, cfg.KeepUneven = sh, r, world, 100, 0, true
 						if sh == ShuffleStream || sh == ShufflePage {
 							cfg.BufferRows = 300
 						}
@@ -355,7 +357,17 @@ func TestResumeUnorderedDeliversTheRest(t *testing.T) {
 	checkExactlyOnce(t, append(head, rest...), ds.rows)
 }
 
+// TestReshardChangesWorldSizeExactly: states of ranks stopped at different
+// steps, resharded to another world, deliver the rest exactly once, with
+// equal steps off (KeepUneven) and on (DropLast, the default for World >
+// 1: the resharded remainder is delivered whole).
 func TestReshardChangesWorldSizeExactly(t *testing.T) {
+	for _, uneven := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepUneven=%v", uneven), func(t *testing.T) { testReshard(t, uneven) })
+	}
+}
+
+func testReshard(t *testing.T, uneven bool) {
 	ds := testDataset(t, "v2")
 	for _, tc := range []struct {
 		name     string
@@ -372,7 +384,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			var states []*State
 			for r := 0; r < tc.from; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages = r, tc.from, 4
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.KeepUneven = r, tc.from, 4, uneven || tc.from == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
@@ -387,7 +399,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			}
 			for r := 0; r < tc.to; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume = r, tc.to, 4, next[r]
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume, cfg.KeepUneven = r, tc.to, 4, next[r], uneven || tc.to == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
@@ -663,11 +675,7 @@ func TestDiskBytesCountWhatTheDeviceMoved(t *testing.T) {
 	for g := 0; g < ix.NumPages(0); g++ {
 		loc := ix.Locate(0, g)
 		path := ix.File(loc.File).Path
-		var stx unix.Statx_t
-		a := int64(1)
-		if unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &stx) == nil && stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
-			a = int64(max(stx.Dio_offset_align, stx.Dio_mem_align))
-		}
+		a := dioAlignOf(path)
 		end := loc.Offset + int64(loc.Size)
 		hi := min((end+a-1)/a*a, ix.File(loc.File).Size)
 		pageBytes += int64(loc.Size)

@@ -31,10 +31,20 @@ import (
 // ErrClosed is returned by calls on a closed Ring.
 var ErrClosed = errors.New("ring: closed")
 
+// ErrUnsupportedFlags is returned by setup for flags whose discipline this
+// binding does not implement: SQPOLL (a kernel thread takes SQEs, and must
+// be woken when it sleeps; Withdraw would race it) and IOPOLL (completions
+// must be polled for, and only O_DIRECT reads of polled block devices
+// complete: not the eventfd wakeup read, nor buffered reads).
+var ErrUnsupportedFlags = errors.New("ring: unsupported setup flags")
+
+// UnsupportedFlags are the setup flags NewWithFlags refuses.
+const UnsupportedFlags = SetupSQPoll | SetupIOPoll
+
 // Error is a failed io_uring system call.
 type Error struct {
 	Op  string // "setup", "enter", "register buffers", ...
-	Err error  // a syscall.Errno
+	Err error  // a syscall.Errno, or ErrUnsupportedFlags at setup
 }
 
 func (e *Error) Error() string { return "ring: " + e.Op + ": " + e.Err.Error() }
@@ -81,7 +91,8 @@ var Ladder = []uint32{
 func New(entries uint32) (*Ring, error) { return NewLadder(entries, Ladder) }
 
 // NewLadder is New with the given ladder of setup flags; the first rung the
-// kernel accepts wins, and only EINVAL moves on to the next.
+// kernel accepts wins, and only EINVAL moves on to the next (a rung with
+// unsupported flags fails the call).
 func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
 	if len(ladder) == 0 {
 		return nil, &Error{Op: "setup", Err: unix.EINVAL}
@@ -100,14 +111,18 @@ func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
 	return nil, err
 }
 
-// NewWithFlags sets up a ring with exactly the given setup flags.
+// NewWithFlags sets up a ring with exactly the given setup flags. SQPOLL
+// and IOPOLL fail with ErrUnsupportedFlags.
 func NewWithFlags(entries uint32, flags uint32) (*Ring, error) {
 	if entries == 0 {
 		return nil, &Error{Op: "setup", Err: unix.EINVAL}
 	}
+	if bad := flags & UnsupportedFlags; bad != 0 {
+		return nil, &Error{Op: "setup", Err: fmt.Errorf("%w: %s", ErrUnsupportedFlags, FlagsString(bad))}
+	}
 	var p params
 	p.Flags = flags
-	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	fd, _, errno := syscall6(sysSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0, 0, 0, 0)
 	if errno != 0 {
 		return nil, &Error{Op: "setup", Err: errno}
 	}
@@ -127,20 +142,20 @@ func (r *Ring) mapRings(p *params) error {
 		sqSize = cqSize
 	}
 	var err error
-	r.sqMem, err = unix.Mmap(r.fd, offSQRing, sqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	r.sqMem, err = unix.Mmap(r.fd, offSQRing, sqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return &Error{Op: "mmap sq ring", Err: err}
 	}
 	if single {
 		r.cqMem = r.sqMem
 	} else {
-		r.cqMem, err = unix.Mmap(r.fd, offCQRing, cqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		r.cqMem, err = unix.Mmap(r.fd, offCQRing, cqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 		if err != nil {
 			return &Error{Op: "mmap cq ring", Err: err}
 		}
 	}
 	sqeSize := int(p.SQEntries) * int(unsafe.Sizeof(SQE{}))
-	r.sqeMem, err = unix.Mmap(r.fd, offSQEs, sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	r.sqeMem, err = unix.Mmap(r.fd, offSQEs, sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return &Error{Op: "mmap sqes", Err: err}
 	}
@@ -266,6 +281,23 @@ func (r *Ring) SQSpace() uint32 {
 // Pending returns the number of SQEs prepared and not yet taken by the kernel.
 func (r *Ring) Pending() uint32 { return r.sqeTail - atomic.LoadUint32(r.sqHead) }
 
+// Withdraw takes back every SQE prepared and not yet taken by the kernel,
+// calling fn with each one's user_data, oldest first, and returns how
+// many: after an io_uring_enter failed, the entries it did not submit
+// would otherwise go to the kernel with the next one. It relies on the
+// kernel taking SQEs only inside io_uring_enter, which holds for every
+// ring New sets up (no SQPOLL).
+func (r *Ring) Withdraw(fn func(userData uint64)) int {
+	head := atomic.LoadUint32(r.sqHead)
+	for i := head; i != r.sqeTail; i++ {
+		fn(r.sqes[i&r.sqMask].UserData)
+	}
+	n := int(r.sqeTail - head)
+	r.sqeTail = head
+	atomic.StoreUint32(r.sqTail, head)
+	return n
+}
+
 // PrepNop makes e a no-op.
 func (e *SQE) PrepNop(userData uint64) {
 	e.Opcode = OpNop
@@ -343,7 +375,7 @@ func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed bool) (int, erro
 		argsz = unsafe.Sizeof(r.arg)
 	}
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
+		n, _, errno := syscall6(sysEnter, uintptr(r.fd), uintptr(toSubmit),
 			uintptr(minComplete), uintptr(flags), argp, argsz)
 		switch errno {
 		case 0:
@@ -403,7 +435,7 @@ func (r *Ring) register(op string, opcode uintptr, arg unsafe.Pointer, nr int) e
 		return ErrClosed
 	}
 	for {
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), opcode, uintptr(arg), uintptr(nr), 0, 0)
+		_, _, errno := syscall6(sysRegister, uintptr(r.fd), opcode, uintptr(arg), uintptr(nr), 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}

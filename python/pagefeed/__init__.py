@@ -218,8 +218,9 @@ class Loader:
     buffer_rows (shuffle buffer), output arrow|tokens (then seq_len, eos,
     pad), seed, epochs, rank and world (default: torchrun's $RANK and
     $WORLD_SIZE), memory_limit in bytes, skip_bad_pages. Further keyword
-    arguments are passed on as config keys (snake_case); unknown ones
-    raise ConfigError.
+    arguments are passed on as config keys in snake_case (epoch,
+    prefetch, iodepth, drop_last, pad_last, keep_uneven, deterministic,
+    truncate); unknown ones raise ConfigError.
 
     Opening validates everything: FileNotFoundError for a missing path,
     ConfigError for an unknown column or option, StateError for a state
@@ -285,19 +286,13 @@ class Loader:
             return None
 
     def __len__(self):
-        """Batches per epoch for this rank where the library counts them;
-        with a library that cannot, the rows per rank (rounded up), as
-        len_is_rows() says."""
-        return self._len()[0]
-
-    def len_is_rows(self):
-        """Whether len() counts rows per rank rather than batches."""
-        return self._len()[1]
-
-    def _len(self):
-        n, rows = ctypes.c_int64(), ctypes.c_int()
-        _lib.check(_lib.lib().pf_len(self._handle(), ctypes.byref(n), ctypes.byref(rows)))
-        return n.value, bool(rows.value)
+        """Batches per epoch for this rank, known at open: exact with
+        drop_last or pad_last (the default when world > 1: every rank takes
+        this many steps), an estimate with keep_uneven (world 1's
+        default) where batches are rows or tokens."""
+        n = ctypes.c_int64()
+        _lib.check(_lib.lib().pf_len(self._handle(), ctypes.byref(n)))
+        return n.value
 
     def state_dict(self):
         """A checkpoint after the last batch returned (a JSON-able dict)."""

@@ -70,6 +70,7 @@ class PFBatch(ctypes.Structure):
 
 
 OK, EOF = 0, 1
+ABI = 2  # capi's abiVersion
 
 
 def library_path():
@@ -115,13 +116,14 @@ def lib():
                 ("pf_state", c_int, [i64, pp_char]),
                 ("pf_reshard", c_int, [ctypes.c_char_p, i64, pp_char]),
                 ("pf_free", None, [ctypes.c_void_p]),
-                ("pf_len", c_int, [i64, pi64, ctypes.POINTER(c_int)]),
+                ("pf_len", c_int, [i64, pi64]),
                 ("pf_close", c_int, [i64]),
             ]:
                 f = getattr(l, name)
                 f.restype, f.argtypes = res, args
-            if l.pf_abi_version() != 1:
-                raise ImportError("pagefeed: %s has ABI %d, this package speaks 1" % (path, l.pf_abi_version()))
+            if l.pf_abi_version() != ABI:
+                raise ImportError("pagefeed: %s has ABI %d, this package speaks %d; rebuild it with `make python`"
+                                  % (path, l.pf_abi_version(), ABI))
             _pid = os.getpid()
             _lib = l
     return _lib

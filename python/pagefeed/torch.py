@@ -14,7 +14,10 @@ name + "_valid" (bool).
 Sharding: rank and world come from torch.distributed when it is
 initialized, else from torchrun's $RANK and $WORLD_SIZE, else 0 of 1.
 With num_workers=N each DataLoader worker w opens its own loader after the
-fork and reads shard rank*N + w of world*N, so every row is read once.
+fork and reads shard rank*N + w of world*N, so every row is read once
+(with world > 1 the loader's default drop_last then evens out the steps
+over all world*N shards, so every rank still takes the same number).
+len(ds) is the batches per epoch of this rank read by one loader.
 The library is loaded only by the process that iterates: do not iterate
 the dataset in the parent before the workers start. len(ds) in a process
 that has not loaded the library asks a short-lived forked child, so it is
@@ -99,7 +102,11 @@ class PagefeedDataset(torch.utils.data.IterableDataset):
         if world is None:
             rank, world = _rank_world()
         info = torch.utils.data.get_worker_info()
-        if info is not None:
+        if info is not None and info.num_workers > 1:
+            if world == 1 and not any(kw.get(k) for k in ("drop_last", "pad_last", "keep_uneven")):
+                # One rank: the workers' shards need not take equal steps
+                # (DataLoader interleaves them), so deliver every row.
+                kw["keep_uneven"] = True
             rank, world = rank * info.num_workers + info.id, world * info.num_workers
         kw["rank"], kw["world"] = rank or 0, world
         if self._epoch:

@@ -237,7 +237,7 @@ def test_errors(corpus, corpus_zstd, tmp_path, case):
             next(other)
             st = other.state_dict()
         l = pagefeed.Loader(corpus, columns=["id"])
-        with pytest.raises(pagefeed.StateError, match="another dataset"):
+        with pytest.raises(pagefeed.StateError, match="state does not match this loader: field dataset"):
             l.load_state_dict(st)
     elif case == "corrupt":
         p = tmp_path / "bad.parquet"
