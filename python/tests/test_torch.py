@@ -124,7 +124,7 @@ def run_worker(tmp_path, name, **a):
         return json.load(f)
 
 
-@pytest.mark.parametrize("kw", [dict(batch_rows=50), dict(batch_rows=50, fetch="ordered"),
+@pytest.mark.parametrize("kw", [dict(batch_rows=50), dict(batch_rows=50, fetch="ordered"), dict(batch_rows=50, deterministic=True),
                                 dict(batch_rows=40, shuffle="stream", buffer_rows=300), dict(batch_pages=1, fetch="ordered")])
 def test_resume_in_a_new_process(corpus, tmp_path, kw):
     kw = dict(kw, columns=["id"], seed=9)
@@ -136,10 +136,11 @@ def test_resume_in_a_new_process(corpus, tmp_path, kw):
     assert sorted(head["ids"] + tail["ids"]) == list(range(ROWS))
     # the rows after the checkpoint are the uninterrupted run's
     assert sorted(tail["ids"]) == sorted(set(full["ids"]) - set(head["ids"]))
-    if kw.get("fetch") == "ordered":
+    if kw.get("fetch") == "ordered" or kw.get("deterministic"):
         # unordered fetch assembles rows in completion order, so only an
-        # ordered run repeats the uninterrupted run's batches exactly
-        assert sorted(head["ids"]) == sorted(full["ids"][:len(head["ids"])])
+        # ordered or deterministic run repeats the uninterrupted run exactly
+        assert head["ids"] == full["ids"][:len(head["ids"])]
+        assert tail["ids"] == full["ids"][len(head["ids"]):]
 
 
 def test_reshard_to_another_world(corpus, tmp_path):
