@@ -190,6 +190,7 @@ def test_gil_released_while_next_blocks(corpus):
     while time.monotonic() < end:
         n += 1
     assert n > 10000  # this thread ran while the other sat in next()
+    assert len(l) > 0  # and len() does not wait for the blocked next()
     l.close()
     t.join(10)
     assert not t.is_alive() and len(err) == 1, "close() should end the blocked next()"
