@@ -56,12 +56,12 @@ class Batch:
     the last of them is garbage.
     """
 
-    __slots__ = ("_desc", "_handle", "_views", "_want", "_done", "_names", "_pid", "__weakref__")
+    __slots__ = ("_desc", "_handle", "_rows", "_epoch", "_views", "_want", "_done", "_names", "_pid", "__weakref__")
 
     def __init__(self, desc):
-        self._desc = desc
+        self._desc = desc  # C memory, freed by the release: read only through _live()
         d = desc.contents
-        self._handle = d.handle
+        self._handle, self._rows, self._epoch = d.handle, d.rows, d.epoch
         self._views = 0
         self._want = False
         self._done = False
@@ -70,21 +70,26 @@ class Batch:
 
     # Views ------------------------------------------------------------
 
-    def _owner(self):
+    def _live(self):
+        """The descriptor, or ClosedError once the batch is released."""
         if self._done or self._want:
             raise ClosedError("pagefeed: batch already released")
+        return self._desc.contents
+
+    def _owner(self):
+        self._live()
         return _Holder(self)
 
     @property
     def num_rows(self):
-        return self._desc.contents.rows if not self._done else 0
+        return self._rows
 
     @property
     def epoch(self):
-        return self._desc.contents.epoch
+        return self._epoch
 
     def _tokens(self, readonly):
-        d = self._desc.contents
+        d = self._live()
         if not d.tokens:
             return None
         return _arrays.view(self._owner(), d.tokens, (d.tok_rows, d.seq_len), "<i4", readonly)
@@ -96,7 +101,7 @@ class Batch:
     def names(self):
         """The column names, in projection order (top-level names)."""
         if self._names is None:
-            d = self._desc.contents
+            d = self._live()
             full = [d.names[c].decode() for c in range(d.ncols)]
             short = [n.split(".")[0] for n in full]
             self._names = short if len(set(short)) == len(short) else full
@@ -105,7 +110,7 @@ class Batch:
     def chunks(self, name, readonly=True):
         """The chunks of one column as views (no copy)."""
         c = self.names().index(name)
-        d = self._desc.contents
+        d = self._live()
         owner = self._owner()
         sch = d.schemas[c]
         return [_arrays.chunk(owner, d.arrays[c * d.nchunks + i], sch, readonly) for i in range(d.nchunks)]
@@ -140,9 +145,7 @@ class Batch:
         except ImportError as e:
             raise ImportError("pagefeed: Batch.to_arrow() needs pyarrow, which is not installed "
                               "(Batch.columns gives numpy views without it)") from e
-        if self._done or self._want:
-            raise ClosedError("pagefeed: batch already released")
-        d = self._desc.contents
+        d = self._live()
         l = _lib.lib()
         cols = []
         for c in range(d.ncols):

@@ -126,8 +126,11 @@ def test_double_release_and_context(corpus):
         with next(l) as b2:
             assert b2.num_rows > 0
         b2.release()
-        with pytest.raises(pagefeed.ClosedError):
-            b2.columns
+        assert b2.num_rows > 0 and b2.epoch == 0  # kept, not read from freed memory
+        for use in (lambda: b2.columns, lambda: b2.names(), lambda: b2.tokens, lambda: b2.chunks("id"),
+                    lambda: b2.to_arrow()):
+            with pytest.raises((pagefeed.ClosedError, ImportError)):
+                use()
         # the loader goes on
         assert next(l).num_rows > 0
 
