@@ -144,7 +144,7 @@ def test_resume_in_a_new_process(corpus, tmp_path, kw):
 
 
 def test_reshard_to_another_world(corpus, tmp_path):
-    kw = dict(columns=["id"], batch_rows=50, seed=4)
+    kw = dict(columns=["id"], batch_rows=50, seed=4, keep_uneven=True)
     heads = [run_worker(tmp_path, "h%d" % r, paths=corpus, kw=kw, rank=r, world=2, steps=3 + 4 * r) for r in range(2)]
     states = pagefeed.reshard([h["state"] for h in heads], 3)
     assert [s["rank"] for s in states] == [0, 1, 2] and all(s["world"] == 3 for s in states)
