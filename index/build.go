@@ -415,7 +415,11 @@ func resolveColumns(sc *schema.Schema, names []string) ([]int, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: no column %q in schema", ErrColumn, name)
+			names := make([]string, sc.NumColumns())
+			for i := range names {
+				names[i] = sc.Column(i).Path()
+			}
+			return nil, fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(names, ", "))
 		}
 	}
 	return out, nil

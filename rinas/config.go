@@ -118,10 +118,21 @@ func (o Output) String() string {
 // Config configures a Loader. Zero fields take the defaults that fill
 // documents.
 type Config struct {
-	// Paths are Parquet files, directories or globs; Columns the projection
-	// (one leaf column: the loader reads one column; default the first leaf).
+	// Paths are Parquet files, directories or globs; Columns the projection:
+	// leaf columns by dotted path, a name that is not a leaf standing for
+	// all the leaves under it (default the first leaf). Every batch carries
+	// every projected column, row-aligned (see Batch.Columns).
 	Paths   []string
 	Columns []string
+	// LeadColumn, with several columns, is the column whose pages define
+	// the epoch's row spans (page, stream and no shuffle: one lead page;
+	// row shuffle: one row; rowgroup: one row group); the other columns
+	// read the pages that overlap each span. It must be projected, and
+	// its pages' first rows must be known (an offset index, or a header
+	// walk of a flat column or of V2 pages) unless the shuffle is
+	// rowgroup. Default: the projected column with the most bytes among
+	// those.
+	LeadColumn string
 
 	Shuffle Shuffle
 	// BatchPages is the fetch unit: the number of pages (row mode: rows;

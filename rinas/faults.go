@@ -54,7 +54,7 @@ func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
 	case errors.As(err, &ce) && ce.Path != "":
 		sp.Path, sp.Off = ce.Path, ce.Off
 	default:
-		loc := l.ix.Locate(0, u.first)
+		loc := l.ix.Locate(l.lead, u.first)
 		sp.Path, sp.Off = l.ix.File(loc.File).Path, loc.Offset
 	}
 	n := l.skips.n.Add(1)

@@ -39,7 +39,16 @@ type Stats struct {
 	// into (uncompressed fixed-width lists in page batches: no copy).
 	ZeroCopyPages int64
 	SkippedPages  int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
-	IndexBuildNs  int64
+	// SidePages counts the pages of projected columns other than the
+	// lead read and decoded (included in Pages). StraddleReads counts the
+	// side pages read whose rows reach outside the unit's span: the
+	// neighbouring span reads them again. WholeChunkReads counts side
+	// chunks read whole for one unit because their pages' first rows are
+	// unknown.
+	SidePages       int64
+	StraddleReads   int64
+	WholeChunkReads int64
+	IndexBuildNs    int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -49,10 +58,25 @@ type Loader struct {
 	eng   *engine.Engine
 	owned bool // eng and ix are ours to close
 
+	// The projection: index columns in projection order, the lead (whose
+	// pages define the units) and its position, the other columns
+	// (sides) and their positions; wholeSide[s][c] marks a side chunk
+	// read whole (row ranges unknown); chunkRow0 is each chunk's first
+	// row within its file.
+	proj      []int
+	lead      int
+	leadPos   int
+	sides     []int
+	sidePos   []int
+	wholeSide [][]bool
+	chunkRow0 []int64
+
 	nUnits   uint64
 	rowStart []int64 // row mode: global first row of each page, len pages+1
-	unitMax  int     // most pages one unit reads
-	dataset  string
+	unitMax  int     // most lead pages one unit reads
+	// sideReads is the most pages of the other columns one unit reads.
+	sideReads int
+	dataset   string
 
 	fc      fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
 	chunks  []*codec.Chunk // lazily made by the producer
@@ -92,7 +116,10 @@ type Loader struct {
 	finished bool
 
 	stats Stats
-	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
+	sa    struct {
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
+		sidePages, straddle, wholeChunk                        atomic.Int64
+	}
 	skips skipLog // Config.SkipBadPages
 }
 
@@ -140,6 +167,9 @@ func (l *Loader) openIndex(ctx context.Context) error {
 			opts.Columns = l.cfg.Columns
 		}
 		ix, err := index.Build(ctx, l.cfg.Paths, opts)
+		if errors.Is(err, index.ErrColumn) {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -149,11 +179,10 @@ func (l *Loader) openIndex(ctx context.Context) error {
 	if l.ix.NumColumns() == 0 {
 		return fmt.Errorf("%w: no column to load", ErrConfig)
 	}
-	if l.ix.NumColumns() > 1 && len(l.cfg.Columns) > 0 {
-		return fmt.Errorf("%w: %d columns selected (%v): a loader reads one leaf column; open one loader per column",
-			ErrConfig, l.ix.NumColumns(), l.cfg.Columns)
+	if err := l.projection(); err != nil {
+		return err
 	}
-	col := l.ix.Column(0)
+	col := l.ix.Column(l.lead)
 	if l.cfg.Output == OutputTokens {
 		d := col.Descr
 		if d.PhysicalType().String() != "INT32" || d.MaxRepetitionLevel() > 1 {
@@ -166,23 +195,28 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		f := l.ix.File(i)
 		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
 	}
-	fmt.Fprintf(h, "%s", col.Path)
+	for _, k := range l.proj {
+		fmt.Fprintf(h, "%s\x00", l.ix.Column(k).Path)
+	}
+	if len(l.proj) > 1 {
+		fmt.Fprintf(h, "lead\x00%s", col.Path)
+	}
 	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
 	return nil
 }
 
 // plan sizes the epoch's units.
 func (l *Loader) plan() error {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	if n == 0 {
-		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(0).Path)
+		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(l.lead).Path)
 	}
 	l.unitMax = 1
 	switch l.cfg.Shuffle {
 	case ShuffleRow:
 		l.rowStart = make([]int64, n+1)
 		for g := 0; g < n; g++ {
-			loc := l.ix.Locate(0, g)
+			loc := l.ix.Locate(l.lead, g)
 			if loc.NumRows < 0 {
 				return fmt.Errorf("%w: row shuffle needs each page's row count, and %s has pages without one (no offset index)",
 					ErrConfig, l.ix.File(loc.File).Path)
@@ -193,8 +227,9 @@ func (l *Loader) plan() error {
 	case ShuffleRowGroup:
 		l.nUnits = uint64(l.ix.NumChunks())
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			l.unitMax = max(l.unitMax, l.ix.Chunk(0, c).NumPages)
+			l.unitMax = max(l.unitMax, l.ix.Chunk(l.lead, c).NumPages)
 		}
+		l.sideReads = l.sideMax()
 		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
 			l.cfg.BatchPages = 1
 		}
@@ -203,14 +238,17 @@ func (l *Loader) plan() error {
 		// A page and its continuation where rows may cross pages: a page
 		// of a repeated column whose row count the index does not know
 		// (fillUnit reads the next page with it).
-		if l.ix.Column(0).Descr.MaxRepetitionLevel() > 0 {
+		if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 {
 			for g := 0; g < n; g++ {
-				if l.ix.Locate(0, g).NumRows < 0 {
+				if l.ix.Locate(l.lead, g).NumRows < 0 {
 					l.unitMax = 2
 					break
 				}
 			}
 		}
+	}
+	if l.cfg.Shuffle != ShuffleRowGroup {
+		l.sideReads = l.sideMax()
 	}
 	return nil
 }
@@ -272,11 +310,11 @@ func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 // headers, or 0 when none could be read. It sizes the read-ahead and the
 // memory check only: a page it cannot read fails when its batch does.
 func (l *Loader) decodedPageEstimate() int {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	m := min(n, sampleHeaders)
 	est := 0
 	for k := 0; k < m; k++ {
-		loc := l.ix.Locate(0, k*n/m)
+		loc := l.ix.Locate(l.lead, k*n/m)
 		b, err := preadFile(l.ix.File(loc.File).Path, loc.Offset, min(int(loc.Size), 4096))
 		if err != nil {
 			continue
@@ -308,20 +346,23 @@ func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
 
 func (l *Loader) openEngine() error {
 	maxPage := 0
-	for g := 0; g < l.ix.NumPages(0); g++ {
-		maxPage = max(maxPage, int(l.ix.Locate(0, g).Size))
-	}
 	compressed := false // any chunk: picks the read-ahead and worker defaults
-	for c := 0; c < l.ix.NumChunks(); c++ {
-		ci := l.ix.Chunk(0, c)
-		maxPage = max(maxPage, int(ci.DictSize))
-		compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
+	for _, k := range l.proj {
+		for g := 0; g < l.ix.NumPages(k); g++ {
+			maxPage = max(maxPage, int(l.ix.Locate(k, g).Size))
+		}
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			ci := l.ix.Chunk(k, c)
+			maxPage = max(maxPage, int(ci.DictSize))
+			compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
+		}
 	}
 	opts := l.cfg.Engine
 	if opts.SlotSize == 0 {
 		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
 	}
-	perBatch := l.cfg.BatchPages * l.unitMax
+	unitReads := l.unitMax + l.sideReads
+	perBatch := l.cfg.BatchPages * unitReads
 	decoded := 0
 	if compressed {
 		decoded = l.decodedPageEstimate()
@@ -345,7 +386,7 @@ func (l *Loader) openEngine() error {
 	if opts.SlotsPerWorker == 0 {
 		// Enough slots for the whole window plus dictionaries, so units
 		// parked for a dictionary never starve the dictionary's read.
-		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+l.unitMax+opts.Workers-1)/opts.Workers+2)
+		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+unitReads+opts.Workers-1)/opts.Workers+2)
 	}
 	if opts.Logf == nil {
 		opts.Logf = l.cfg.Logf
@@ -416,16 +457,16 @@ func (l *Loader) openEngine() error {
 	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
 		l.prodD = codec.NewDecoder(copts)
-		span := 0
+		span := maxPage // any one page or dictionary of the projection
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(0, c)
+			ci := l.ix.Chunk(l.lead, c)
 			span = max(span, int(ci.DictSize))
 			end := ci.FirstPage + ci.NumPages
 			for g := ci.FirstPage; g < end; g++ {
 				// A unit spans its pages: up to unitMax from g (a whole
 				// chunk for row groups).
-				last := l.ix.Locate(0, min(g+l.unitMax, end)-1)
-				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(0, g).Offset))
+				last := l.ix.Locate(l.lead, min(g+l.unitMax, end)-1)
+				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(l.lead, g).Offset))
 				if l.cfg.Shuffle == ShuffleRowGroup {
 					break
 				}
@@ -437,7 +478,7 @@ func (l *Loader) openEngine() error {
 		}
 	}
 	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
-	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
+	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())
 	l.dicts.init()
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
@@ -452,9 +493,10 @@ func (l *Loader) openEngine() error {
 		fb := &fetchBatch{id: i, units: make([]unit, l.cfg.BatchPages), order: make([]int32, l.cfg.BatchPages),
 			done: make(chan struct{}, 1)}
 		for u := range fb.units {
-			fb.units[u].comps = make([]*engine.Completion, l.unitMax)
-			fb.units[u].data = make([][]byte, l.unitMax)
-			fb.units[u].offs = make([]int64, l.unitMax)
+			fb.units[u].comps = make([]*engine.Completion, unitReads)
+			fb.units[u].data = make([][]byte, unitReads)
+			fb.units[u].offs = make([]int64, unitReads)
+			fb.units[u].side = make([]sideSpan, len(l.sides))
 		}
 		l.fbs = append(l.fbs, fb)
 		l.free <- fb
@@ -495,6 +537,9 @@ func (l *Loader) startEpoch(s *State) error {
 	switch {
 	case s.Version != stateVersion:
 		return fmt.Errorf("%w: version %d", ErrState, s.Version)
+	case len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path):
+		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
+			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	case s.Dataset != l.dataset:
 		return fmt.Errorf("%w: it was taken on another dataset or column (%s, this is %s)", ErrState, s.Dataset, l.dataset)
 	case s.Seed != l.cfg.Seed:
@@ -637,6 +682,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		arrs := make([]arrow.Array, 0, fb.n)
+		var segs [][]arrow.Array
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
 		for _, ui := range fb.order[:fb.n] {
 			u := &fb.units[ui]
@@ -644,11 +690,17 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 				a := p.Array()
 				a.Retain()
 				arrs = append(arrs, a)
+				if len(l.sides) > 0 {
+					for _, x := range u.segs[i] {
+						x.Retain()
+					}
+					segs = append(segs, u.segs[i])
+				}
 				b.Pages = append(b.Pages, uint64(u.first+i))
 				b.Rows += p.Rows()
 			}
 		}
-		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: arrs}})
+		b.setColumns(l.columnsOf(arrs, segs))
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
 		fb.out.Store(true)
@@ -662,6 +714,9 @@ func (l *Loader) State() *State {
 	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
 		RNG: uint64(l.rows.rng)}
+	if len(l.proj) > 1 {
+		s.Columns, s.Lead = l.projNames(), l.ix.Column(l.lead).Path
+	}
 	if l.finished {
 		s.EpochEnd = true
 		s.Done = 0
@@ -691,6 +746,9 @@ func (l *Loader) Stats() Stats {
 	s.SlowReads = l.sa.slow.Load()
 	s.ZeroCopyPages = l.sa.zeroCopy.Load()
 	s.SkippedPages = l.skips.n.Load()
+	s.SidePages = l.sa.sidePages.Load()
+	s.StraddleReads = l.sa.straddle.Load()
+	s.WholeChunkReads = l.sa.wholeChunk.Load()
 	return s
 }
 

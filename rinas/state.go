@@ -29,8 +29,12 @@ type RowRef struct {
 // Resuming re-reads the Pending rows' pages first, so every row is
 // delivered exactly once across the checkpoint.
 type State struct {
-	Version  int      `json:"version"`
-	Dataset  string   `json:"dataset"` // fingerprint of the files and column
+	Version int    `json:"version"`
+	Dataset string `json:"dataset"` // fingerprint of the files and projection
+	// Columns is the projection and Lead the column whose pages defined
+	// the units (several columns only).
+	Columns  []string `json:"columns,omitempty"`
+	Lead     string   `json:"lead,omitempty"`
 	Shuffle  string   `json:"shuffle"`
 	Seed     uint64   `json:"seed"`
 	Epoch    uint64   `json:"epoch"`
@@ -126,7 +130,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	exclude = slices.Compact(exclude)
 	out := make([]*State, world)
 	for r := range out {
-		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Shuffle: s0.Shuffle, Seed: s0.Seed,
+		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed,
 			Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd,
 			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
 		for _, p := range exclude {
