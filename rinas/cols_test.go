@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/pagefeed/pagefeed/index"
@@ -398,4 +399,59 @@ func TestMultiColumnBadConfig(t *testing.T) {
 			t.Errorf("%s: %v, want ErrConfig naming %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// TestMultiColumnRowCountMismatch opens a file whose second column's
+// footer claims one value fewer than the row group has rows.
+func TestMultiColumnRowCountMismatch(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bad.parquet")
+	sc := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	bld := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	for i := 0; i < 1000; i++ {
+		bld.Field(0).(*array.Int64Builder).Append(int64(i))
+		bld.Field(1).(*array.Int64Builder).Append(int64(-i))
+	}
+	rec := bld.NewRecordBatch()
+	bld.Release()
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithStats(false))
+	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// ColumnMetaData.codec (field 4, i32 0) then num_values (field 5,
+	// i64): zigzag varint of 1000 is d0 0f; make column b's 999 (ce 0f).
+	b, _ := os.ReadFile(p)
+	pat := []byte{0x15, 0x00, 0x16, 0xd0, 0x0f}
+	i := strings.LastIndex(string(b), string(pat))
+	if i < 0 || strings.Count(string(b), string(pat)) != 2 {
+		t.Fatalf("num_values not found as expected in the footer")
+	}
+	b[i+3] = 0xce
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := multiConfig([]string{p}, "a", "b")
+	_, err = Open(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "row counts differ") {
+		t.Fatalf("Open: %v, want an error naming %s and the row counts", err, p)
+	}
+	// One column alone still opens.
+	cfg.Columns = []string{"a"}
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
 }
