@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/engine"
 )
 
 // Several columns. Pages of different columns do not share row
@@ -492,4 +493,50 @@ func (l *Loader) projNames() []string {
 		names[i] = l.ix.Column(k).Path
 	}
 	return names
+}
+
+// coalesceGap is the most bytes between two pages of one chunk that a
+// coalesced read spans: O_DIRECT reads are rounded out to 4 KiB anyway.
+const coalesceGap = 4096
+
+// unitRequests appends the requests of u's reads to reqs: each column's
+// pages in order, adjacent ones (gap at most coalesceGap) merged into one
+// request while it stays within l.coalesce bytes. It fills u.offs,
+// u.sizes, u.reqFirst and u.nreq.
+func (l *Loader) unitRequests(reqs []engine.Request, u *unit, f *engine.File, fb, i, w int) []engine.Request {
+	u.reqFirst = u.reqFirst[:0]
+	if cap(u.sizes) < u.nr {
+		u.sizes = make([]int32, u.nr)
+	}
+	u.sizes = u.sizes[:u.nr]
+	var cur *engine.Request
+	add := func(read, k, g int, newRun bool) {
+		loc := l.ix.Locate(k, g)
+		u.offs[read], u.sizes[read] = loc.Offset, loc.Size
+		if cur != nil && !newRun {
+			end := cur.Off + int64(cur.Len)
+			if loc.Offset >= end && loc.Offset-end <= coalesceGap && loc.Offset+int64(loc.Size)-cur.Off <= int64(l.coalesce) {
+				cur.Len = int(loc.Offset + int64(loc.Size) - cur.Off)
+				l.sa.coalesced.Add(1)
+				return
+			}
+		}
+		q := len(u.reqFirst)
+		u.reqFirst = append(u.reqFirst, int32(read))
+		reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb, i, q), Worker: w})
+		cur = &reqs[len(reqs)-1]
+	}
+	for k := 0; k < u.n; k++ {
+		add(k, l.lead, u.first+k, k == 0)
+	}
+	for s, sk := range l.sides {
+		sp := &u.side[s]
+		for j := 0; j < sp.n; j++ {
+			add(sp.base+j, sk, sp.first+j, j == 0)
+		}
+	}
+	u.nreq = len(u.reqFirst)
+	u.reqFirst = append(u.reqFirst, int32(u.nr))
+	l.sa.reads.Add(int64(u.nreq))
+	return reqs
 }

@@ -455,3 +455,42 @@ func TestMultiColumnRowCountMismatch(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestCoalescedReads: a row group's pages (and a span's pages of the
+// other columns) go out as fewer requests with coalescing on, and deliver
+// the same rows.
+func TestCoalescedReads(t *testing.T) {
+	paths := multiDataset(t, "idx")
+	ref := reference(t, paths)
+	for _, tc := range []struct {
+		shuffle Shuffle
+		cols    []string
+	}{{ShuffleRowGroup, []string{"input_ids"}}, {ShuffleRowGroup, []string{"id", "input_ids", "text"}}, {ShufflePage, []string{"id", "input_ids", "text"}}} {
+		var reads [2]int64
+		for i, coalesce := range []int{-1, 0} {
+			cfg := multiConfig(paths, tc.cols...)
+			cfg.Shuffle, cfg.CoalesceBytes = tc.shuffle, coalesce
+			if tc.shuffle == ShufflePage {
+				cfg.LeadColumn = "id" // a span of many pages of the other columns
+			}
+			l, err := Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOnce(t, runAll(t, l, ref, -1), l.Index())
+			st := l.Stats()
+			l.Close()
+			reads[i] = st.Reads
+			if coalesce < 0 && st.CoalescedPages != 0 {
+				t.Fatalf("%v: %d pages coalesced with coalescing off", tc, st.CoalescedPages)
+			}
+			if coalesce == 0 && (st.CoalescedPages == 0 || st.Reads+st.CoalescedPages != st.Pages) {
+				t.Fatalf("%v: %d reads, %d coalesced pages, %d pages", tc, st.Reads, st.CoalescedPages, st.Pages)
+			}
+		}
+		if reads[1] >= reads[0] {
+			t.Fatalf("%v: %d reads coalesced, %d not", tc, reads[1], reads[0])
+		}
+		t.Logf("%v %v: %d reads without coalescing, %d with", tc.shuffle, tc.cols, reads[0], reads[1])
+	}
+}

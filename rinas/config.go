@@ -148,6 +148,15 @@ type Config struct {
 	// full. 0 turns it off, except in stream mode (default 8192 there).
 	BufferRows int
 	Fetch      Fetch
+	// CoalesceBytes merges the reads of pages of one column chunk that a
+	// unit reads together (a row group's pages, a span's pages of another
+	// column, a page and its continuation) into one request when they are
+	// adjacent or at most 4 KiB apart, up to this many bytes per request
+	// (Meta's DPP coalesces up to about 1.25 MiB). When units can read
+	// several pages of a chunk, read slots grow to hold a coalesced run
+	// (up to 8 of the largest page). Default 1.25 MiB; negative turns
+	// coalescing off. With SharedEngine a run is at most the largest page.
+	CoalesceBytes int
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
 	// columns (each batch ahead holds its read slots, and reads into fewer
@@ -225,6 +234,13 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// defaultCoalesce is Config.CoalesceBytes' default.
+const defaultCoalesce = 1280 << 10
+
+// coalesceSlotPages bounds the slot growth for coalesced runs, in pages of
+// the largest size.
+const coalesceSlotPages = 8
+
 // fill applies defaults and validates.
 func (c *Config) fill() error {
 	if len(c.Paths) == 0 && c.SharedIndex == nil {
@@ -291,6 +307,9 @@ func (c *Config) fill() error {
 		if c.Pad == 0 {
 			c.Pad = c.EOS
 		}
+	}
+	if c.CoalesceBytes == 0 {
+		c.CoalesceBytes = defaultCoalesce
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30

@@ -215,6 +215,8 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 			cfg.BatchRows = tc.batchRows
 			cfg.SkipBadPages = true
 			cfg.Engine.Faults = inj
+			// One read per page, so that faults hit several row groups.
+			cfg.CoalesceBytes = -1
 			l := openT(t, cfg)
 			seen := make(map[int64]bool)
 			pages := map[uint64]bool{}

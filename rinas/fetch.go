@@ -31,6 +31,13 @@ type unit struct {
 	// span.
 	nr    int
 	r0    int64
+	// The reads go out as nreq requests (coalesced runs of adjacent
+	// pages of one column chunk): request q holds reads [reqFirst[q],
+	// reqFirst[q+1]) and lands in comps[q]; offs and sizes locate each
+	// read's page.
+	nreq     int
+	reqFirst []int32
+	sizes    []int32
 	side  []sideSpan
 	segs  [][]arrow.Array     // per kept lead page, each side's rows of it
 	dicts []*codec.Dictionary // per projected column, while decoding
@@ -286,17 +293,7 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 		// the worker that reaps, and the engine would otherwise fill
 		// one worker's slots before touching the next.
 		w := l.nextWorker(i)
-		for k := 0; k < u.n; k++ {
-			loc := l.ix.Locate(l.lead, u.first+k)
-			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: w})
-		}
-		for s, sk := range l.sides {
-			sp := &u.side[s]
-			for j := 0; j < sp.n; j++ {
-				loc := l.ix.Locate(sk, sp.first+j)
-				reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, sp.base+j), Worker: w})
-			}
-		}
+		reqs = l.unitRequests(reqs, u, f, fb.id, i, w)
 	}
 	if len(reqs) > 0 {
 		return l.pageQ.Submit(ctx, reqs)
@@ -316,7 +313,7 @@ func (l *Loader) nextWorker(i int) int {
 func (l *Loader) onPage(c *engine.Completion) {
 	fb := l.fbs[c.Tag>>(tagUnitBits+tagPageBits)]
 	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
-	n := u.nr // read before the count: once it is complete, u may be reused
+	n := u.nreq // read before the count: once it is complete, u may be reused
 	u.comps[c.Tag&(1<<tagPageBits-1)] = c
 	l.sa.disk.Add(int64(c.DeviceBytes))
 	l.sa.pageBytes.Add(int64(len(c.Data)))
@@ -370,11 +367,19 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit) error {
 			u.releaseComps()
 		}
 	}()
-	for k, c := range u.comps[:u.nr] {
+	for q, c := range u.comps[:u.nreq] {
 		if c.Err != nil {
 			return c.Err
 		}
-		u.data[k], u.offs[k] = c.Data, c.Off
+		// The pages of request q: one, or a coalesced run.
+		for k := int(u.reqFirst[q]); k < int(u.reqFirst[q+1]); k++ {
+			lo := u.offs[k] - c.Off
+			hi := lo + int64(u.sizes[k])
+			if hi > int64(len(c.Data)) {
+				return fmt.Errorf("rinas: read %s at offset %d: %w (%d of %d bytes)", l.chunks[l.key(l.lead, u.chunk)].Path, u.offs[k], errShortRead, max(int64(len(c.Data))-lo, 0), u.sizes[k])
+			}
+			u.data[k] = c.Data[lo:hi]
+		}
 	}
 	if err := l.decodePages(dec, u, u.dicts[l.leadPos], preadFile); err != nil {
 		return err

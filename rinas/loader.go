@@ -48,7 +48,12 @@ type Stats struct {
 	SidePages       int64
 	StraddleReads   int64
 	WholeChunkReads int64
-	IndexBuildNs    int64
+	// Reads counts the page read requests issued (unordered fetch);
+	// CoalescedPages the pages read as part of another page's request
+	// (Config.CoalesceBytes).
+	Reads          int64
+	CoalescedPages int64
+	IndexBuildNs   int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -74,6 +79,7 @@ type Loader struct {
 	nUnits   uint64
 	rowStart []int64 // row mode: global first row of each page, len pages+1
 	unitMax  int     // most lead pages one unit reads
+	coalesce int     // most bytes one coalesced read spans (0: off)
 	// sideReads is the most pages of the other columns one unit reads.
 	sideReads int
 	dataset   string
@@ -118,7 +124,7 @@ type Loader struct {
 	stats Stats
 	sa    struct {
 		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
-		sidePages, straddle, wholeChunk                        atomic.Int64
+		sidePages, straddle, wholeChunk, reads, coalesced      atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
 }
@@ -358,8 +364,20 @@ func (l *Loader) openEngine() error {
 		}
 	}
 	opts := l.cfg.Engine
+	// Units that read several pages of one chunk may coalesce them.
+	several := l.cfg.Shuffle == ShuffleRowGroup || len(l.sides) > 0 || l.unitMax > 1
 	if opts.SlotSize == 0 {
-		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
+		payload := maxPage
+		if several && l.cfg.CoalesceBytes > 0 {
+			payload = max(maxPage, min(l.cfg.CoalesceBytes, coalesceSlotPages*maxPage))
+		}
+		opts.SlotSize = payload + 8192 // room for alignment on both ends
+	}
+	if l.cfg.CoalesceBytes > 0 {
+		l.coalesce = min(l.cfg.CoalesceBytes, opts.SlotSize-8192)
+		if l.cfg.SharedEngine != nil {
+			l.coalesce = min(l.cfg.CoalesceBytes, maxPage)
+		}
 	}
 	unitReads := l.unitMax + l.sideReads
 	perBatch := l.cfg.BatchPages * unitReads
@@ -749,6 +767,8 @@ func (l *Loader) Stats() Stats {
 	s.SidePages = l.sa.sidePages.Load()
 	s.StraddleReads = l.sa.straddle.Load()
 	s.WholeChunkReads = l.sa.wholeChunk.Load()
+	s.Reads = l.sa.reads.Load()
+	s.CoalescedPages = l.sa.coalesced.Load()
 	return s
 }
 
