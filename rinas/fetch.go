@@ -29,8 +29,8 @@ type unit struct {
 	// nr counts the unit's reads: its n lead pages, then each side's
 	// pages (several columns); r0 is the chunk-relative first row of its
 	// span.
-	nr    int
-	r0    int64
+	nr int
+	r0 int64
 	// The reads go out as nreq requests (coalesced runs of adjacent
 	// pages of one column chunk): request q holds reads [reqFirst[q],
 	// reqFirst[q+1]) and lands in comps[q]; offs and sizes locate each
@@ -38,14 +38,14 @@ type unit struct {
 	nreq     int
 	reqFirst []int32
 	sizes    []int32
-	side  []sideSpan
-	segs  [][]arrow.Array     // per kept lead page, each side's rows of it
-	dicts []*codec.Dictionary // per projected column, while decoding
-	got   atomic.Int32
-	comps []*engine.Completion
-	data  [][]byte // page bytes, from comps or a synchronous read
-	offs  []int64
-	pages []*codec.Page
+	side     []sideSpan
+	segs     [][]arrow.Array     // per kept lead page, each side's rows of it
+	dicts    []*codec.Dictionary // per projected column, while decoding
+	got      atomic.Int32
+	comps    []*engine.Completion
+	data     [][]byte // page bytes, from comps or a synchronous read
+	offs     []int64
+	pages    []*codec.Page
 	// aliased is set when a page's array references a slot of comps:
 	// the slots are then released with the batch, not after decoding.
 	aliased bool
