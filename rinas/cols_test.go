@@ -26,7 +26,8 @@ import (
 // pages with an offset index, dictionary-encoded columns and pages whose
 // rows differ per column; "walk" has V1 pages without one, so rows of
 // input_ids cross pages and its first rows are unknown (read whole per
-// span), and long documents split their list values over pages.
+// span), and long documents split their list values over pages; "mixed"
+// has page sizes that differ per column.
 var (
 	mcOnce sync.Once
 	mcDir  string
@@ -51,6 +52,8 @@ func multiDataset(t *testing.T, kind string) []string {
 		}{
 			{"idx", gen.Config{PageVersion: 2, PageIndex: true, Codec: "snappy", Dictionary: true, PageSize: 4096, MeanTokens: 48}},
 			{"walk", gen.Config{PageVersion: 1, Codec: "zstd", PageSize: 2048, MeanTokens: 96, MaxTokens: 2000}},
+			// 1 KiB id and text pages beside 16 KiB token pages.
+			{"mixed", gen.Config{PageVersion: 2, PageIndex: true, Codec: "zstd", Dictionary: true, PageSize: 16 << 10, ScalarPageSize: 1 << 10, MeanTokens: 48}},
 		} {
 			c := k.cfg
 			c.Dir = filepath.Join(mcDir, k.name)
@@ -227,7 +230,7 @@ func multiConfig(paths []string, cols ...string) Config {
 }
 
 func TestMultiColumnModes(t *testing.T) {
-	for _, kind := range []string{"idx", "walk"} {
+	for _, kind := range []string{"idx", "walk", "mixed"} {
 		paths := multiDataset(t, kind)
 		ref := reference(t, paths)
 		for _, tc := range []struct {
