@@ -43,11 +43,11 @@ var ErrConfig = errors.New("gen: invalid config")
 
 // Config describes a dataset. Zero fields take the defaults of Fill.
 type Config struct {
-	Dir          string // output directory, created if missing (required)
-	Files        int    // number of files; default 1
-	RowsPerFile  int    // rows (documents) per file; default 1000
-	Codec        string // zstd|snappy|gzip|lz4_raw|brotli|none; default zstd
-	PageSize     int64  // target data page size in bytes; default 1 MiB
+	Dir         string // output directory, created if missing (required)
+	Files       int    // number of files; default 1
+	RowsPerFile int    // rows (documents) per file; default 1000
+	Codec       string // zstd|snappy|gzip|lz4_raw|brotli|none; default zstd
+	PageSize    int64  // target data page size in bytes; default 1 MiB
 	// ScalarPageSize, when > 0, is the target page size of the id and
 	// text columns (input_ids keeps PageSize), so that the columns' pages
 	// cover different row ranges, as an 8 KiB id column beside 64 KiB
@@ -55,11 +55,11 @@ type Config struct {
 	// are written column by column with arrow-go's lower-level writer
 	// (no stored Arrow schema: readers name the list element "element").
 	ScalarPageSize int64
-	RowGroupRows int64  // rows per row group; default RowsPerFile
-	PageVersion  int    // 1 or 2; default 1
-	PageIndex    bool   // write column/offset indexes
-	Dictionary   bool   // dictionary-encode columns
-	Seed         uint64 // generator seed
+	RowGroupRows   int64  // rows per row group; default RowsPerFile
+	PageVersion    int    // 1 or 2; default 1
+	PageIndex      bool   // write column/offset indexes
+	Dictionary     bool   // dictionary-encode columns
+	Seed           uint64 // generator seed
 
 	MeanTokens int // median document length in tokens; default 256
 	MaxTokens  int // clip for document length; default 8*MeanTokens
