@@ -43,23 +43,16 @@ var ErrConfig = errors.New("gen: invalid config")
 
 // Config describes a dataset. Zero fields take the defaults of Fill.
 type Config struct {
-	Dir         string // output directory, created if missing (required)
-	Files       int    // number of files; default 1
-	RowsPerFile int    // rows (documents) per file; default 1000
-	Codec       string // zstd|snappy|gzip|lz4_raw|brotli|none; default zstd
-	PageSize    int64  // target data page size in bytes; default 1 MiB
-	// ScalarPageSize, when > 0, is the target page size of the id and
-	// text columns (input_ids keeps PageSize), so that the columns' pages
-	// cover different row ranges, as an 8 KiB id column beside 64 KiB
-	// token pages. arrow-go has one page size per file, so these files
-	// are written column by column with arrow-go's lower-level writer
-	// (no stored Arrow schema: readers name the list element "element").
-	ScalarPageSize int64
-	RowGroupRows   int64  // rows per row group; default RowsPerFile
-	PageVersion    int    // 1 or 2; default 1
-	PageIndex      bool   // write column/offset indexes
-	Dictionary     bool   // dictionary-encode columns
-	Seed           uint64 // generator seed
+	Dir          string // output directory, created if missing (required)
+	Files        int    // number of files; default 1
+	RowsPerFile  int    // rows (documents) per file; default 1000
+	Codec        string // zstd|snappy|gzip|lz4_raw|brotli|none; default zstd
+	PageSize     int64  // target data page size in bytes; default 1 MiB
+	RowGroupRows int64  // rows per row group; default RowsPerFile
+	PageVersion  int    // 1 or 2; default 1
+	PageIndex    bool   // write column/offset indexes
+	Dictionary   bool   // dictionary-encode columns
+	Seed         uint64 // generator seed
 
 	MeanTokens int // median document length in tokens; default 256
 	MaxTokens  int // clip for document length; default 8*MeanTokens
@@ -69,6 +62,13 @@ type Config struct {
 	Parallelism int
 	// Progress, when set, gets one line per finished file.
 	Progress io.Writer
+	// ScalarPageSize, when > 0, is the target page size of the id and
+	// text columns (input_ids keeps PageSize), so that the columns' pages
+	// cover different row ranges, as an 8 KiB id column beside 64 KiB
+	// token pages. arrow-go has one page size per file, so these files
+	// are written column by column with arrow-go's lower-level writer
+	// (no stored Arrow schema: readers name the list element "element").
+	ScalarPageSize int64
 }
 
 // Fill returns c with defaults applied and checks it.
