@@ -22,9 +22,13 @@ import (
 // reads of a unit, over all columns, go out in the same submission as the
 // rest of its batch and the unit is decoded when its last read lands.
 //
-// A side page that straddles two spans is read by both units (counted in
-// Stats.StraddleReads); holding it for the neighbour would tie units of
-// different batches, or of different ranks, to one read.
+// A side page usually straddles several spans. Decoded side pages are
+// held for the neighbours in a bounded cache (Config.SideCacheBytes): a
+// unit whose side pages are all held reads none of them
+// (Stats.SideCacheHits); otherwise it reads them all, and a page whose
+// rows reach outside its span is counted in Stats.StraddleReads. Units
+// in flight at once that need the same page each read it: waiting for
+// another unit's read would tie batches together.
 //
 // A side chunk whose pages' row ranges are not all known (a repeated
 // column without an offset index, walked by V1 headers) is read whole for
@@ -36,6 +40,12 @@ type sideSpan struct {
 	base     int   // their reads' index in the unit's comps, data and offs
 	row0     int64 // chunk-relative first row of page first
 	pages    []*codec.Page
+	// hit: every page was in the side cache (n is then 0 and cached
+	// holds them, retained); arrs are the pages' arrays in order,
+	// decoded or cached, for slicing.
+	hit    bool
+	cached []arrow.Array
+	arrs   []arrow.Array
 }
 
 // projection resolves Config.Columns and Config.LeadColumn against the
@@ -239,6 +249,9 @@ func (l *Loader) planSides(u *unit, r0, r1 int64) {
 		sp.pages = sp.pages[:0] // released with the unit's batch
 		sp.first, sp.n, sp.row0 = l.sidePages(s, u.chunk, r0, r1)
 		sp.base = u.nr
+		if l.sideHit(sp, l.sides[s]) {
+			continue
+		}
 		u.nr += sp.n
 		if l.wholeSide[s][u.chunk] {
 			l.sa.wholeChunk.Add(1)
@@ -274,10 +287,15 @@ func (l *Loader) decodeSides(dec *codec.Decoder, u *unit, dicts []*codec.Diction
 	}
 	for s, k := range l.sides {
 		sp := &u.side[s]
+		if sp.hit {
+			sp.arrs = append(sp.arrs[:0], sp.cached...)
+			continue
+		}
 		if err := l.decodeRun(dec, k, u.chunk, dicts[l.sidePos[s]], u.data[sp.base:sp.base+sp.n], u.offs[sp.base:sp.base+sp.n],
 			sp.first, &sp.pages, read, &u.aliased); err != nil {
 			return err
 		}
+		l.keepSide(sp, k)
 	}
 	row := u.r0
 	for k, p := range u.pages {
@@ -367,8 +385,7 @@ func (l *Loader) sliceSide(u *unit, s int, lo, hi int64) (arrow.Array, error) {
 	sp := &u.side[s]
 	var parts []arrow.Array
 	row := sp.row0
-	for _, p := range sp.pages {
-		a := p.Array()
+	for _, a := range sp.arrs {
 		n := int64(a.Len())
 		plo, phi := max(lo, row), min(hi, row+n)
 		if plo < phi {
@@ -394,8 +411,8 @@ func (l *Loader) sliceSide(u *unit, s int, lo, hi int64) (arrow.Array, error) {
 	if len(parts) == 1 {
 		return parts[0], nil
 	}
-	if len(parts) == 0 && len(sp.pages) > 0 { // a lead page where no row starts
-		return array.NewSlice(sp.pages[0].Array(), 0, 0), nil
+	if len(parts) == 0 && len(sp.arrs) > 0 { // a lead page where no row starts
+		return array.NewSlice(sp.arrs[0], 0, 0), nil
 	}
 	a, err := array.Concatenate(parts, memory.DefaultAllocator)
 	for _, x := range parts {
@@ -407,10 +424,16 @@ func (l *Loader) sliceSide(u *unit, s int, lo, hi int64) (arrow.Array, error) {
 // releaseSides drops u's side pages and cut arrays.
 func (u *unit) releaseSides() {
 	for s := range u.side {
-		for _, p := range u.side[s].pages {
+		sp := &u.side[s]
+		for _, p := range sp.pages {
 			p.Release()
 		}
-		u.side[s].pages = u.side[s].pages[:0]
+		for _, a := range sp.cached {
+			a.Release()
+		}
+		sp.pages, sp.cached, sp.hit = sp.pages[:0], sp.cached[:0], false
+		clear(sp.arrs)
+		sp.arrs = sp.arrs[:0]
 	}
 	for k := range u.segs {
 		for _, a := range u.segs[k] {
@@ -477,6 +500,9 @@ func (l *Loader) readSidesSync(g, rows int) (out []arrow.Array, err error) {
 		if err := l.decodeRun(l.syncD, k, loc.Chunk, dict, data, offs, sp.first, &sp.pages, preadFile, &aliased); err != nil {
 			return out, err
 		}
+		for _, p := range sp.pages {
+			sp.arrs = append(sp.arrs, p.Array())
+		}
 		a, err := l.sliceSide(u, s, r0, r0+int64(rows))
 		if err != nil {
 			return out, err
@@ -539,4 +565,39 @@ func (l *Loader) unitRequests(reqs []engine.Request, u *unit, f *engine.File, fb
 	u.reqFirst = append(u.reqFirst, int32(u.nr))
 	l.sa.reads.Add(int64(u.nreq))
 	return reqs
+}
+
+// sideHit takes sp's pages of column k from the side cache when all are
+// there (sp.n becomes 0: nothing to read).
+func (l *Loader) sideHit(sp *sideSpan, k int) bool {
+	sp.hit = false
+	if l.sideC.max <= 0 {
+		return false
+	}
+	for j := 0; j < sp.n; j++ {
+		a := l.sideC.get(k, sp.first+j)
+		if a == nil {
+			for _, x := range sp.cached {
+				x.Release()
+			}
+			sp.cached = sp.cached[:0]
+			return false
+		}
+		sp.cached = append(sp.cached, a)
+	}
+	l.sa.sideHits.Add(int64(sp.n))
+	sp.hit, sp.n = true, 0
+	return true
+}
+
+// keepSide lists sp's decoded pages for slicing and offers them to the
+// side cache (not those whose arrays reference a read slot).
+func (l *Loader) keepSide(sp *sideSpan, k int) {
+	sp.arrs = sp.arrs[:0]
+	for j, p := range sp.pages {
+		sp.arrs = append(sp.arrs, p.Array())
+		if !p.Aliased() {
+			l.sideC.put(k, sp.first+j, p.Array())
+		}
+	}
 }

@@ -223,7 +223,10 @@ func checkOnce(t *testing.T, keys []rowKey, ix *index.Index) {
 
 func multiConfig(paths []string, cols ...string) Config {
 	return Config{
-		Paths: paths, Columns: cols, Seed: 5, World: 1, BatchPages: 8,
+		// One batch ahead, so later units find side pages that earlier
+		// ones decoded (the whole epoch of these small datasets would
+		// otherwise be in flight at once).
+		Paths: paths, Columns: cols, Seed: 5, World: 1, BatchPages: 8, Prefetch: 1,
 		Index: index.Options{NoSidecar: true, Logf: func(string, ...any) {}},
 		Logf:  func(string, ...any) {},
 	}
@@ -239,8 +242,11 @@ func TestMultiColumnModes(t *testing.T) {
 			buffer  int
 			lead    string
 			fetch   Fetch
+			nocache bool
 		}{
 			{shuffle: ShufflePage},
+			{shuffle: ShufflePage, nocache: true},
+			{shuffle: ShufflePage, rows: 50, buffer: 300, nocache: true},
 			{shuffle: ShufflePage, lead: "id"},
 			{shuffle: ShufflePage, fetch: Ordered},
 			{shuffle: ShufflePage, rows: 50, buffer: 300},
@@ -253,10 +259,13 @@ func TestMultiColumnModes(t *testing.T) {
 			if kind == "walk" && tc.shuffle == ShuffleRow {
 				continue // needs row counts of the lead's pages: covered by the idx kind
 			}
-			name := fmt.Sprintf("%s/%s/rows%d/buf%d/lead%s/%s", kind, tc.shuffle, tc.rows, tc.buffer, tc.lead, tc.fetch)
+			name := fmt.Sprintf("%s/%s/rows%d/buf%d/lead%s/%s/nocache%v", kind, tc.shuffle, tc.rows, tc.buffer, tc.lead, tc.fetch, tc.nocache)
 			t.Run(name, func(t *testing.T) {
 				cfg := multiConfig(paths, "id", "input_ids", "text")
 				cfg.Shuffle, cfg.BatchRows, cfg.BufferRows, cfg.LeadColumn, cfg.Fetch = tc.shuffle, tc.rows, tc.buffer, tc.lead, tc.fetch
+				if tc.nocache {
+					cfg.SideCacheBytes, cfg.Prefetch = -1, 0
+				}
 				l, err := Open(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -270,6 +279,9 @@ func TestMultiColumnModes(t *testing.T) {
 				leadIDs := l.ix.Column(l.lead).Path == "input_ids.list.element"
 				if kind == "walk" && leadIDs && tc.shuffle != ShuffleRowGroup {
 					t.Fatalf("lead %s has unknown first rows", l.ix.Column(l.lead).Path)
+				}
+				if tc.nocache && st.SideCacheHits != 0 || !tc.nocache && tc.shuffle == ShufflePage && tc.lead == "" && kind != "walk" && st.SideCacheHits == 0 {
+					t.Fatalf("side cache hits %d with the cache off=%v", st.SideCacheHits, tc.nocache)
 				}
 				if kind == "walk" && !leadIDs && st.WholeChunkReads == 0 {
 					t.Fatalf("input_ids has unknown first rows but no chunk was read whole: %+v", st)

@@ -157,6 +157,12 @@ type Config struct {
 	// (up to 8 of the largest page). Default 1.25 MiB; negative turns
 	// coalescing off. With SharedEngine a run is at most the largest page.
 	CoalesceBytes int
+	// SideCacheBytes bounds the decoded pages of the projected columns
+	// other than the lead that are held for the next spans that need
+	// them (several columns only; counted against MemoryLimit): a side
+	// page usually covers several lead pages' rows. Default 64 MiB;
+	// negative turns it off (each span then reads its side pages).
+	SideCacheBytes int64
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
 	// columns (each batch ahead holds its read slots, and reads into fewer
@@ -310,6 +316,9 @@ func (c *Config) fill() error {
 	}
 	if c.CoalesceBytes == 0 {
 		c.CoalesceBytes = defaultCoalesce
+	}
+	if c.SideCacheBytes == 0 {
+		c.SideCacheBytes = 64 << 20
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30

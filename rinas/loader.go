@@ -48,6 +48,9 @@ type Stats struct {
 	SidePages       int64
 	StraddleReads   int64
 	WholeChunkReads int64
+	// SideCacheHits counts the side pages taken from the side cache
+	// instead of being read (Config.SideCacheBytes).
+	SideCacheHits int64
 	// Reads counts the page read requests issued (unordered fetch);
 	// CoalescedPages the pages read as part of another page's request
 	// (Config.CoalesceBytes).
@@ -95,6 +98,7 @@ type Loader struct {
 	pageQ   *engine.Queue
 	dictQ   *engine.Queue
 	dicts   dictCache
+	sideC   sideCache // decoded pages of the other columns (Config.SideCacheBytes)
 
 	fbs   []*fetchBatch
 	free  chan *fetchBatch
@@ -123,8 +127,8 @@ type Loader struct {
 
 	stats Stats
 	sa    struct {
-		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
-		sidePages, straddle, wholeChunk, reads, coalesced      atomic.Int64
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
+		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
 }
@@ -434,10 +438,15 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Fetch == Unordered {
 		decBytes = int64(decoded) * int64(window)
 	}
-	if need := slotBytes + tokBytes + decBytes; need > l.cfg.MemoryLimit {
-		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
-			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, l.cfg.MemoryLimit>>20)
+	sideBytes := int64(0)
+	if len(l.sides) > 0 && l.cfg.SideCacheBytes > 0 {
+		sideBytes = l.cfg.SideCacheBytes
 	}
+	if need := slotBytes + tokBytes + decBytes + sideBytes; need > l.cfg.MemoryLimit {
+		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each), %d MiB of token buffers and %d MiB of side cache, limit %d MiB",
+			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, sideBytes>>20, l.cfg.MemoryLimit>>20)
+	}
+	l.sideC.init(sideBytes)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {
@@ -768,6 +777,7 @@ func (l *Loader) Stats() Stats {
 	s.StraddleReads = l.sa.straddle.Load()
 	s.WholeChunkReads = l.sa.wholeChunk.Load()
 	s.Reads = l.sa.reads.Load()
+	s.SideCacheHits = l.sa.sideHits.Load()
 	s.CoalescedPages = l.sa.coalesced.Load()
 	return s
 }
@@ -811,6 +821,7 @@ func (l *Loader) closeAll() error {
 	}
 	l.rows.drop()
 	l.dicts.drop()
+	l.sideC.drop()
 	if l.tokBufs != nil {
 		for len(l.tokBufs) > 0 {
 			(<-l.tokBufs).free()
