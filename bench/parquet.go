@@ -37,10 +37,11 @@ type ParquetConfig struct {
 	// Column is the projection: a leaf column, or several separated by
 	// commas (pagefeed engine only); default the first leaf column.
 	Column string
-	// LeadColumn and Coalesce set rinas.Config's LeadColumn and
-	// CoalesceBytes (default: rinas's).
+	// LeadColumn, Coalesce and SideCache set rinas.Config's LeadColumn,
+	// CoalesceBytes and SideCacheBytes (default: rinas's).
 	LeadColumn string
 	Coalesce   int
+	SideCache  int64
 	Shuffle    string // page|row|rowgroup|stream|none; default page
 	Fetch      string // unordered|ordered; default unordered
 	Batch      int    // pages per batch; default 64
@@ -157,7 +158,7 @@ type ParquetResult struct {
 	ZeroCopyPages int64 // pages handed over in their read buffers
 	// Reads, SidePages, StraddleReads and CoalescedPages are the loader's
 	// counters (rinas.Stats).
-	Reads, SidePages, StraddleReads, CoalescedPages int64
+	Reads, SidePages, StraddleReads, CoalescedPages, SideCacheHits int64
 	// EngineStats are the io_uring workers' counters over the measured
 	// run (pagefeed engine on io_uring only).
 	EngineStats *engine.Stats
@@ -194,6 +195,7 @@ type ParquetJob struct {
 	SidePages       int64   `json:"side_pages,omitempty"`
 	StraddleReads   int64   `json:"straddle_reads,omitempty"`
 	CoalescedPages  int64   `json:"coalesced_pages,omitempty"`
+	SideCacheHits   int64   `json:"side_cache_hits,omitempty"`
 	// EngineStats: where the engine workers' time went (io_uring only).
 	EngineStats *EngineStatsJSON `json:"engine_stats,omitempty"`
 }
@@ -314,7 +316,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if cfg.Column != "" {
 		rc.Columns = strings.Split(cfg.Column, ",")
 	}
-	rc.LeadColumn, rc.CoalesceBytes = cfg.LeadColumn, cfg.Coalesce
+	rc.LeadColumn, rc.CoalesceBytes, rc.SideCacheBytes = cfg.LeadColumn, cfg.Coalesce, cfg.SideCache
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
 		return err
@@ -363,6 +365,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.Pages, res.DiskBytes, res.PageBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.PageBytes, st.DecodedBytes
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
 	res.Reads, res.SidePages, res.StraddleReads, res.CoalescedPages = st.Reads, st.SidePages, st.StraddleReads, st.CoalescedPages
+	res.SideCacheHits = st.SideCacheHits
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
 		res.EngineStats = &est
@@ -664,7 +667,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
-		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages,
+		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
 	}
 	if st := r.EngineStats; st != nil {
 		j.EngineStats = &EngineStatsJSON{Workers: r.Workers, Enters: st.Enters, Waits: st.Waits, WaitNs: int64(st.WaitTime),

@@ -205,11 +205,12 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		f := l.ix.File(i)
 		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
 	}
-	for _, k := range l.proj {
-		fmt.Fprintf(h, "%s\x00", l.ix.Column(k).Path)
-	}
+	fmt.Fprintf(h, "%s", col.Path)
 	if len(l.proj) > 1 {
-		fmt.Fprintf(h, "lead\x00%s", col.Path)
+		// The whole projection, and which column led the spans.
+		for _, k := range l.proj {
+			fmt.Fprintf(h, "\x00%s", l.ix.Column(k).Path)
+		}
 	}
 	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
 	return nil
