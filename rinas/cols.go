@@ -202,36 +202,78 @@ func (l *Loader) sidePages(s, c int, r0, r1 int64) (first, n int, row0 int64) {
 	return ci.FirstPage + i, j - i, l.pageRow(k, c, ci.FirstPage+i)
 }
 
-// sideMax returns the most reads any unit makes of the side columns.
-func (l *Loader) sideMax() int {
-	if len(l.sides) == 0 {
+// runBytes returns the bytes from the start of page g of column k to the
+// end of page g+n-1: one coalesced read of them.
+func (l *Loader) runBytes(k, g, n int) int {
+	if n <= 0 {
 		return 0
 	}
-	most := 0
+	a, b := l.ix.Locate(k, g), l.ix.Locate(k, g+n-1)
+	return int(b.Offset + int64(b.Size) - a.Offset)
+}
+
+// planReads sizes what units read beyond their lead pages: l.sideReads,
+// the most side pages one unit reads; l.sideMean, their mean size in lead
+// pages of mean size (side pages are often far smaller); and l.maxRun, the longest run of one chunk's pages one unit reads (what a
+// coalesced read may span).
+func (l *Loader) planReads() {
+	l.maxRun = 0
+	if l.cfg.Shuffle == ShuffleRowGroup {
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			for _, k := range l.proj {
+				ci := l.ix.Chunk(k, c)
+				l.maxRun = max(l.maxRun, l.runBytes(k, ci.FirstPage, ci.NumPages))
+			}
+		}
+	} else if l.unitMax > 1 {
+		for g := 0; g+1 < l.ix.NumPages(l.lead); g++ {
+			l.maxRun = max(l.maxRun, l.runBytes(l.lead, g, 2))
+		}
+	}
+	l.sideReads, l.sideMean = 0, 0
+	if len(l.sides) == 0 {
+		return
+	}
+	defer func() {
+		// bytes per unit, in lead pages of mean size
+		if n := l.ix.NumPages(l.lead); n > 0 {
+			l.sideMean /= float64(l.columnBytes(l.lead)) / float64(n)
+		}
+	}()
 	switch l.cfg.Shuffle {
 	case ShuffleRowGroup:
+		var total int64
 		for c := 0; c < l.ix.NumChunks(); c++ {
 			n := 0
 			for _, k := range l.sides {
-				n += l.ix.Chunk(k, c).NumPages
+				ci := l.ix.Chunk(k, c)
+				n += ci.NumPages
+				total += int64(l.runBytes(k, ci.FirstPage, ci.NumPages))
 			}
-			most = max(most, n)
+			l.sideReads = max(l.sideReads, n)
 		}
+		l.sideMean = float64(total) / float64(max(l.ix.NumChunks(), 1))
 	default:
 		// Every lead page's span (a row's span in row mode reads no more).
+		var total int64
 		for g := 0; g < l.ix.NumPages(l.lead); g++ {
 			loc := l.ix.Locate(l.lead, g)
 			r0 := loc.FirstRow - l.chunkRow0[loc.Chunk]
 			r1 := r0 + int64(max(loc.NumRows, 0))
 			n := 0
-			for s := range l.sides {
-				_, m, _ := l.sidePages(s, loc.Chunk, r0, r1)
+			for s, k := range l.sides {
+				first, m, _ := l.sidePages(s, loc.Chunk, r0, r1)
 				n += m
+				run := l.runBytes(k, first, m)
+				total += int64(run)
+				if m > 1 {
+					l.maxRun = max(l.maxRun, run)
+				}
 			}
-			most = max(most, n)
+			l.sideReads = max(l.sideReads, n)
 		}
+		l.sideMean = float64(total) / float64(max(l.ix.NumPages(l.lead), 1))
 	}
-	return most
 }
 
 // planSides fills u's side spans for the chunk-relative rows [r0, r1)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"sort"
@@ -83,8 +84,12 @@ type Loader struct {
 	rowStart []int64 // row mode: global first row of each page, len pages+1
 	unitMax  int     // most lead pages one unit reads
 	coalesce int     // most bytes one coalesced read spans (0: off)
-	// sideReads is the most pages of the other columns one unit reads.
+	// sideReads is the most pages of the other columns one unit reads and
+	// sideMean their mean bytes in lead pages of mean size; maxRun the longest run of one chunk's
+	// pages one unit reads, in bytes (see planReads).
 	sideReads int
+	sideMean  float64
+	maxRun    int
 	dataset   string
 
 	fc      fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
@@ -240,7 +245,6 @@ func (l *Loader) plan() error {
 		for c := 0; c < l.ix.NumChunks(); c++ {
 			l.unitMax = max(l.unitMax, l.ix.Chunk(l.lead, c).NumPages)
 		}
-		l.sideReads = l.sideMax()
 		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
 			l.cfg.BatchPages = 1
 		}
@@ -259,8 +263,8 @@ func (l *Loader) plan() error {
 		}
 	}
 	if l.cfg.Shuffle != ShuffleRowGroup {
-		l.sideReads = l.sideMax()
 	}
+	l.planReads()
 	return nil
 }
 
@@ -374,7 +378,7 @@ func (l *Loader) openEngine() error {
 	if opts.SlotSize == 0 {
 		payload := maxPage
 		if several && l.cfg.CoalesceBytes > 0 {
-			payload = max(maxPage, min(l.cfg.CoalesceBytes, coalesceSlotPages*maxPage))
+			payload = max(maxPage, min(l.cfg.CoalesceBytes, coalesceSlotPages*maxPage, l.maxRun))
 		}
 		opts.SlotSize = payload + 8192 // room for alignment on both ends
 	}
@@ -391,7 +395,10 @@ func (l *Loader) openEngine() error {
 		decoded = l.decodedPageEstimate()
 	}
 	if l.cfg.Prefetch == 0 {
-		l.cfg.Prefetch = autoPrefetch(perBatch, opts.SlotSize, decoded, compressed)
+		// The window counts a batch's pages as lead pages of mean size:
+		// other columns' pages are often far smaller.
+		mean := int(math.Ceil(float64(l.cfg.BatchPages) * (float64(l.unitMax) + l.sideMean)))
+		l.cfg.Prefetch = autoPrefetch(mean, opts.SlotSize, decoded, compressed)
 	}
 	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
