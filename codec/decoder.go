@@ -213,7 +213,11 @@ func (d *Decoder) Dictionary(c *Chunk, pageBytes []byte, off int64) (dict *Dicti
 		return nil, c.err("dictionary", off, kindf(ErrPageTooLarge, "dictionary claims %d values", h.Dict.NumValues))
 	}
 	if enc := parquet.Encoding(h.Dict.Encoding); enc != parquet.Encodings.Plain && enc != parquet.Encodings.PlainDict {
-		return nil, c.err("dictionary", off, kindf(ErrUnsupported, "dictionary page encoding %d", h.Dict.Encoding))
+		kind := ErrUnsupported
+		if !knownEncoding(enc) {
+			kind = ErrCorrupt
+		}
+		return nil, c.err("dictionary", off, kindf(kind, "dictionary page encoding %s", encName(enc)))
 	}
 	buf := make([]byte, h.UncompressedSize)
 	if err := d.dec.decompress(c.Codec, buf, body); err != nil {
@@ -548,8 +552,15 @@ func checkEncoding(c *Chunk, enc parquet.Encoding, dict *Dictionary) error {
 			return nil
 		}
 	}
+	if !knownEncoding(enc) {
+		return kindf(ErrCorrupt, "encoding %s is not a Parquet encoding", encName(enc))
+	}
 	return kindf(ErrUnsupported, "encoding %s for %s column", encName(enc), c.Descr.PhysicalType())
 }
+
+// knownEncoding reports whether e is an encoding the Parquet format
+// defines: any other value is a corrupt header, not an unsupported page.
+func knownEncoding(e parquet.Encoding) bool { return e >= 0 && e <= 9 && e != 1 }
 
 func encName(e parquet.Encoding) string {
 	if e >= 0 && e <= 9 {

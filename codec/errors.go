@@ -17,8 +17,9 @@ var (
 	// encrypted columns, index pages, some nested shapes. The message says why;
 	// callers may fall back to another reader.
 	ErrUnsupported = errors.New("codec: unsupported")
-	// ErrCRC marks a page whose CRC32 does not match its bytes.
-	ErrCRC = errors.New("codec: page crc mismatch")
+	// ErrCRC marks a page whose CRC32 does not match its bytes. It is a
+	// corruption error: errors.Is(err, ErrCorrupt) holds for it too.
+	ErrCRC error = CorruptSentinel("codec: page crc mismatch")
 	// ErrPageTooLarge marks a page whose header claims more bytes or values
 	// than Options allow; nothing of that size was allocated.
 	ErrPageTooLarge = errors.New("codec: page too large")
@@ -27,6 +28,25 @@ var (
 	// ErrClosed is returned by a Decoder after Close.
 	ErrClosed = errors.New("codec: decoder closed")
 )
+
+// IsCorruption reports whether err says that bytes read from a file are not
+// what the file should hold: bad Parquet, a CRC mismatch, a file that
+// changed under its index. Every such error of pagefeed's packages (codec,
+// index, rinas) matches ErrCorrupt under errors.Is, whatever its own
+// sentinel; I/O errors, ErrUnsupported, ErrPageTooLarge and the like do not.
+// Callers that may skip bad data (rinas Config.SkipBadPages) skip these
+// and nothing else, as pebble serves no block marked ErrCorruption.
+func IsCorruption(err error) bool { return errors.Is(err, ErrCorrupt) }
+
+// CorruptSentinel returns a sentinel error with text msg that also matches
+// ErrCorrupt under errors.Is: the way other packages mark their own kinds
+// of corruption (index.ErrCorrupt) so that IsCorruption finds them.
+func CorruptSentinel(msg string) error { return &corruptSentinel{msg} }
+
+type corruptSentinel struct{ msg string }
+
+func (s *corruptSentinel) Error() string        { return s.msg }
+func (s *corruptSentinel) Is(target error) bool { return target == ErrCorrupt }
 
 // Error is the structured error of this package, in the manner of
 // io/fs.PathError. Err wraps one of the sentinels above and, where there is

@@ -91,7 +91,7 @@ func TestBadPages(t *testing.T) {
 			return b
 		}), nil, Options{}, ErrCorrupt},
 		{"more values than the page holds", rewrite(t, page, func(h *PageHeader, b []byte) []byte { h.Data.NumValues *= 3; return b }), nil, Options{}, ErrCorrupt},
-		{"unknown encoding", rewrite(t, page, func(h *PageHeader, b []byte) []byte { h.Data.Encoding = 42; return b }), nil, Options{}, ErrUnsupported},
+		{"unknown encoding", rewrite(t, page, func(h *PageHeader, b []byte) []byte { h.Data.Encoding = 42; return b }), nil, Options{}, ErrCorrupt},
 		{"delta bytes on int32", rewrite(t, page, func(h *PageHeader, b []byte) []byte { h.Data.Encoding = 7; return b }), nil, Options{}, ErrUnsupported},
 		{"dictionary encoding without dictionary", rewrite(t, page, func(h *PageHeader, b []byte) []byte { h.Data.Encoding = 8; return b }), nil, Options{}, ErrCorrupt},
 		{"dictionary page as data page", rewrite(t, page, func(h *PageHeader, b []byte) []byte {
@@ -133,6 +133,11 @@ func TestBadPages(t *testing.T) {
 			}
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			// Corruption (CRC mismatches included) carries the mark that
+			// lets a loader skip it; unsupported pages and limits do not.
+			if corrupt := tc.want == ErrCorrupt || tc.want == ErrCRC; IsCorruption(err) != corrupt {
+				t.Fatalf("IsCorruption(%v) = %v, want %v", err, !corrupt, corrupt)
 			}
 			var e *Error
 			if !errors.As(err, &e) || e.Path != c.Path || e.Column != "col" || e.Off != off {

@@ -95,7 +95,11 @@ func levelStreams(h *PageHeader, page []byte, maxRep, maxDef int16) (repB, defB,
 			continue
 		}
 		if lv.enc != int32(parquet.Encodings.RLE) {
-			return nil, nil, nil, kindf(ErrUnsupported, "level encoding %s", encName(parquet.Encoding(lv.enc)))
+			kind := ErrUnsupported
+			if !knownEncoding(parquet.Encoding(lv.enc)) {
+				kind = ErrCorrupt
+			}
+			return nil, nil, nil, kindf(kind, "level encoding %s", encName(parquet.Encoding(lv.enc)))
 		}
 		if len(page) < 4 {
 			return nil, nil, nil, kindf(ErrCorrupt, "levels truncated")

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
@@ -112,6 +113,11 @@ func TestBadInput(t *testing.T) {
 			}
 			if !errors.Is(err, c.want) {
 				t.Errorf("error %v is not %v", err, c.want)
+			}
+			// Bad Parquet carries the corruption mark shared with codec;
+			// a missing file or column does not.
+			if got, want := codec.IsCorruption(err), c.want == ErrCorrupt; got != want {
+				t.Errorf("codec.IsCorruption(%v) = %v, want %v", err, got, want)
 			}
 			for _, s := range c.inMsg {
 				if !strings.Contains(err.Error(), s) {

@@ -3,14 +3,17 @@ package index
 import (
 	"errors"
 	"fmt"
+
+	"github.com/pagefeed/pagefeed/codec"
 )
 
 // Sentinel errors. Errors returned by Build wrap one of these in an *Error
 // that names the file, and the column where one is involved.
 var (
 	// ErrCorrupt reports bad Parquet: a footer, offset index or page header
-	// that does not parse or does not fit the file.
-	ErrCorrupt = errors.New("index: corrupt parquet")
+	// that does not parse or does not fit the file. It carries the
+	// corruption mark: codec.IsCorruption holds for it.
+	ErrCorrupt = codec.CorruptSentinel("index: corrupt parquet")
 	// ErrNotParquet reports a file without the PAR1 magic.
 	ErrNotParquet = errors.New("index: not a parquet file")
 	// ErrUnsupported reports valid Parquet the index cannot represent

@@ -406,6 +406,10 @@ func (l *Loader) decodeRun(dec *codec.Decoder, k, c int, dict *codec.Dictionary,
 			}
 			break
 		}
+		if err := l.checkPage(k, first+i, p); err != nil {
+			p.Release()
+			return err
+		}
 		if p.Aliased() {
 			*aliased = true
 			l.sa.zeroCopy.Add(1)

@@ -214,14 +214,19 @@ type Config struct {
 	SharedIndex *index.Index
 
 	// Resume, when set, continues exactly from a State taken by a Loader
-	// of the same dataset and seed.
+	// of the same dataset, seed, shuffle, output and rank; Open refuses
+	// any other with ErrState naming the field that does not fit.
 	Resume *State
 
-	// SkipBadPages drops a unit (a page, row or row group) whose read
-	// fails for good or whose page is corrupt, instead of failing the
-	// epoch (the default). Each drop is counted in Stats.SkippedPages,
-	// listed by Loader.Skipped with its file and offset, and noticed
-	// through Logf; the rest of the epoch is delivered exactly once.
+	// SkipBadPages drops a unit (a page, row or row group) whose page is
+	// corrupt (IsCorruption: bad Parquet, a CRC mismatch, a page that
+	// contradicts its offset index, a file that shrank after indexing),
+	// instead of failing the epoch (the default). Each drop is counted in
+	// Stats.SkippedPages, listed by Loader.Skipped with its file and
+	// offset, and noticed through Logf; the rest of the epoch is
+	// delivered exactly once. Other errors still fail the epoch: I/O
+	// errors such as EIO or ENOMEM (after the engine's retries),
+	// unsupported encodings, pages over a size limit.
 	SkipBadPages bool
 
 	// Logf receives notices; default stderr.

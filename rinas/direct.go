@@ -70,12 +70,10 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) 
 	}
 	lo := int(off - start)
 	if lo+n > got {
-		return nil, got, fmt.Errorf("rinas: read %s at offset %d: %w (%d of %d bytes)", path, off, errShortRead, max(got-lo, 0), n)
+		return nil, got, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", max(got-lo, 0), n)
 	}
 	return b[lo : lo+n], got, nil
 }
-
-var errShortRead = errors.New("short read: file truncated?")
 
 func (r *directReader) close() {
 	for _, fd := range r.fds {

@@ -2,12 +2,55 @@ package rinas
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 )
+
+// Corruption found by the loader itself. Both carry the corruption mark
+// (IsCorruption), so SkipBadPages may drop the unit they hit.
+var (
+	// ErrFileChanged reports a read that returned fewer bytes than the
+	// index says the page holds: the file shrank after it was indexed.
+	ErrFileChanged = codec.CorruptSentinel("rinas: file changed since it was indexed")
+	// ErrPageRows reports a page whose decoded rows contradict its offset
+	// index: another row count than the index claims, or levels at its
+	// head that continue a row of an earlier page although the index says
+	// the page starts a row.
+	ErrPageRows = codec.CorruptSentinel("rinas: page does not match the offset index")
+)
+
+// PageError is the loader's structured error about one page: the file,
+// the page's offset, and what is wrong with it (ErrFileChanged or
+// ErrPageRows, and a description).
+type PageError struct {
+	Op   string // "read", "check rows"
+	Path string
+	Off  int64
+	Err  error
+}
+
+func (e *PageError) Error() string {
+	return fmt.Sprintf("rinas: %s %s page at offset %d: %v", e.Op, e.Path, e.Off, e.Err)
+}
+
+func (e *PageError) Unwrap() error { return e.Err }
+
+// pageErrorf returns a *PageError of the given kind.
+func pageErrorf(op, path string, off int64, kind error, format string, args ...any) error {
+	return &PageError{Op: op, Path: path, Off: off, Err: fmt.Errorf("%w: %s", kind, fmt.Sprintf(format, args...))}
+}
+
+// IsCorruption reports whether err says that a file's bytes are not what
+// they should be (bad Parquet, a CRC mismatch, a page that contradicts its
+// index, a file that shrank after it was indexed), as opposed to an I/O
+// error, an unsupported feature or a limit. SkipBadPages drops units for
+// these errors only. It is codec.IsCorruption: codec, index and rinas
+// errors all carry the same mark.
+func IsCorruption(err error) bool { return codec.IsCorruption(err) }
 
 // SkippedPage is a unit the loader dropped under Config.SkipBadPages: its
 // first page, where the failure happened, and why.
@@ -16,7 +59,7 @@ type SkippedPage struct {
 	Epoch uint64
 	Path  string // file of the failing read or page
 	Off   int64  // its offset in the file
-	Err   error  // the read error (*engine.Error) or decode error (codec corruption)
+	Err   error  // the corruption error (IsCorruption holds)
 }
 
 // maxSkipLog bounds the skipped pages kept for Loader.Skipped; more are
@@ -33,12 +76,15 @@ type skipLog struct {
 	list []SkippedPage
 }
 
-// skip drops unit u of fb after err, when the configuration says so, and
-// reports whether it did. A dropped unit delivers no rows: its pages are
+// skip drops unit u of fb after err, when the configuration says so and
+// err is a corruption error, and reports whether it did. I/O errors (the
+// engine has retried what can be retried), unsupported pages and pages
+// over a limit fail the epoch: a dying disk must not turn into an empty
+// epoch that looks like success. A dropped unit delivers no rows: its pages are
 // released here, and it still counts as landed, so the batch and the
 // epoch go on. It runs on the worker that finished the unit.
 func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
-	if !l.cfg.SkipBadPages || err == nil {
+	if !l.cfg.SkipBadPages || err == nil || !IsCorruption(err) {
 		return false
 	}
 	for _, p := range u.pages {
@@ -48,7 +94,10 @@ func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
 	sp := SkippedPage{Page: uint64(u.first), Epoch: fb.epoch, Err: err}
 	var ee *engine.Error
 	var ce *codec.Error
+	var pe *PageError
 	switch {
+	case errors.As(err, &pe):
+		sp.Path, sp.Off = pe.Path, pe.Off
 	case errors.As(err, &ee):
 		sp.Path, sp.Off = ee.Path, ee.Off
 	case errors.As(err, &ce) && ce.Path != "":

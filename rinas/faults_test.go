@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
@@ -151,19 +152,36 @@ func TestFaultsBadPageFailsEpoch(t *testing.T) {
 	}
 }
 
-// TestFaultsBadPageSkipped: with SkipBadPages the bad page is dropped,
+// corruptPages overwrites the head of each page g of pages (of ix, built
+// before) with 0xff bytes, which no page header parses as: a bad page the
+// loader can only meet as corruption. The files must be the test's own.
+func corruptPages(t *testing.T, ix *index.Index, pages ...int) {
+	t.Helper()
+	for _, g := range pages {
+		loc := ix.Locate(0, g)
+		f, err := os.OpenFile(ix.File(loc.File).Path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte("\xff\xff\xff\xff\xff\xff\xff\xff"), loc.Offset); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+}
+
+// TestFaultsBadPageSkipped: with SkipBadPages a corrupt page is dropped,
 // counted and reported with its file and offset; every other row arrives
 // exactly once; the epoch ends normally.
 func TestFaultsBadPageSkipped(t *testing.T) {
-	ds := manyPages(t)
+	ds := copyDataset(t, manyPages(t))
 	ix := buildIndex(t, ds)
 	g := ix.NumPages(0) / 3
 	loc := ix.Locate(0, g)
+	corruptPages(t, ix, g)
 	cfg := baseConfig(ds, "id")
 	cfg.SharedIndex = ix
 	cfg.SkipBadPages = true
-	cfg.Engine.Faults = failPage(ix, g)
-	cfg.Engine.Direct = engine.Off
 	var notices []string
 	cfg.Logf = func(format string, args ...any) { notices = append(notices, format) }
 	l := openT(t, cfg)
@@ -190,27 +208,84 @@ func TestFaultsBadPageSkipped(t *testing.T) {
 	if s.SkippedPages != 1 || len(sk) != 1 {
 		t.Fatalf("SkippedPages %d, Skipped %v; want one", s.SkippedPages, sk)
 	}
-	if sk[0].Page != uint64(g) || sk[0].Path != ix.File(loc.File).Path || sk[0].Off != loc.Offset || !errors.Is(sk[0].Err, unix.EIO) {
-		t.Fatalf("Skipped[0] = %+v, want page %d of %s at %d with EIO", sk[0], g, ix.File(loc.File).Path, loc.Offset)
+	if sk[0].Page != uint64(g) || sk[0].Path != ix.File(loc.File).Path || sk[0].Off != loc.Offset || !IsCorruption(sk[0].Err) {
+		t.Fatalf("Skipped[0] = %+v, want page %d of %s at %d with a corruption error", sk[0], g, ix.File(loc.File).Path, loc.Offset)
 	}
 	if len(notices) != 1 {
 		t.Fatalf("%d notices, want one: %q", len(notices), notices)
 	}
 }
 
-// TestFaultsRandomEIOSkipped: EIO at random among transient faults, with
-// SkipBadPages, in page and row-group shuffles: every unit is either
-// delivered once or skipped once, never both, never twice.
-func TestFaultsRandomEIOSkipped(t *testing.T) {
+// TestFaultsEIONotSkipped: SkipBadPages drops corrupt pages only. A read
+// that fails for good with EIO (a dying disk), whether on one page or at
+// random among transient faults, fails the epoch with that error in every
+// mode, instead of ending an empty or short epoch as if all went well.
+func TestFaultsEIONotSkipped(t *testing.T) {
 	ds := manyPages(t)
+	ix := buildIndex(t, ds)
+	g := ix.NumPages(0) / 2
+	for _, tc := range []struct {
+		sh        Shuffle
+		batchRows int
+		fetch     Fetch
+		random    bool
+	}{{ShufflePage, 0, Unordered, false}, {ShufflePage, 0, Unordered, true}, {ShuffleRowGroup, 0, Unordered, true},
+		{ShufflePage, 100, Unordered, true}, {ShuffleRow, 64, Unordered, true}, {ShuffleRow, 64, Unordered, false}} {
+		t.Run(fmt.Sprintf("%v/rows%d/random=%v", tc.sh, tc.batchRows, tc.random), func(t *testing.T) {
+			cfg := baseConfig(ds, "id")
+			cfg.SharedIndex = ix
+			cfg.Shuffle, cfg.BatchRows = tc.sh, tc.batchRows
+			cfg.SkipBadPages = true
+			inj := failPage(ix, g)
+			if tc.random {
+				inj = &engine.RateFaults{EIO: 0.03, Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
+			}
+			cfg.Engine.Faults = inj
+			cfg.Engine.Direct = engine.Off
+			cfg.CoalesceBytes = -1 // one read per page, as many chances to fail
+			l := openT(t, cfg)
+			var err error
+			rows := 0
+			for err == nil {
+				var b *Batch
+				if b, err = l.Next(context.Background()); err == nil {
+					rows += b.Rows
+					b.Release()
+				}
+			}
+			if err == io.EOF || !errors.Is(err, unix.EIO) {
+				t.Fatalf("Next after %d of %d rows: %v, want the EIO (%d injected)", rows, ds.rows, err, inj.Counts().EIO)
+			}
+			if IsCorruption(err) {
+				t.Fatalf("%v counts as corruption", err)
+			}
+			if n := l.Stats().SkippedPages; n != 0 {
+				t.Fatalf("%d pages skipped for EIO", n)
+			}
+		})
+	}
+}
+
+// TestFaultsRandomCorruptionSkipped: corrupt pages among transient faults,
+// with SkipBadPages, in every shuffle: every unit is either delivered once
+// or skipped once, never both, never twice.
+func TestFaultsRandomCorruptionSkipped(t *testing.T) {
+	ds := copyDataset(t, manyPages(t))
+	ix := buildIndex(t, ds)
+	var bad []int
+	for g := 5; g < ix.NumPages(0); g += 37 {
+		bad = append(bad, g)
+	}
+	corruptPages(t, ix, bad...)
 	for _, tc := range []struct {
 		sh        Shuffle
 		batchRows int
 	}{{ShufflePage, 0}, {ShuffleRowGroup, 0}, {ShufflePage, 100}, {ShuffleRow, 64}} {
 		sh := tc.sh
 		t.Run(fmt.Sprintf("%v/rows%d", sh, tc.batchRows), func(t *testing.T) {
-			inj := &engine.RateFaults{EIO: 0.03, Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
+			inj := &engine.RateFaults{Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
 			cfg := baseConfig(ds, "id")
+			cfg.SharedIndex = ix
 			cfg.Shuffle = sh
 			cfg.BatchRows = tc.batchRows
 			cfg.SkipBadPages = true
@@ -236,14 +311,13 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 			})
 			st := l.Stats()
 			c := inj.Counts()
-			if c.EIO == 0 || st.SkippedPages == 0 {
-				t.Fatalf("EIO injected %d, skipped %d: the test did not exercise skipping", c.EIO, st.SkippedPages)
+			if c.Transient() == 0 || st.SkippedPages == 0 {
+				t.Fatalf("%d transient faults, skipped %d: the test did not exercise skipping", c.Transient(), st.SkippedPages)
 			}
-			ix := l.Index()
 			lost := int64(0)
 			for _, sp := range l.Skipped() {
-				if sp.Path == "" || !errors.Is(sp.Err, unix.EIO) {
-					t.Fatalf("skipped %+v: want a file and an EIO", sp)
+				if sp.Path == "" || !IsCorruption(sp.Err) {
+					t.Fatalf("skipped %+v: want a file and a corruption error", sp)
 				}
 				switch sh {
 				case ShuffleRow:
@@ -263,7 +337,7 @@ func TestFaultsRandomEIOSkipped(t *testing.T) {
 			if int64(len(seen))+lost != ds.rows {
 				t.Fatalf("%d rows delivered + %d in skipped units != %d", len(seen), lost, ds.rows)
 			}
-			t.Logf("%d attempts, %d EIO, %d transient; %d units skipped, %d rows delivered", c.Attempts, c.EIO, c.Transient(), st.SkippedPages, len(seen))
+			t.Logf("%d attempts, %d transient; %d units skipped, %d rows delivered", c.Attempts, c.Transient(), st.SkippedPages, len(seen))
 		})
 	}
 }
@@ -316,4 +390,36 @@ func TestFaultsProducerFailureEndsWait(t *testing.T) {
 		t.Fatalf("Next: %v, want the producer's error", got)
 	}
 	t.Logf("Next: %v", got)
+}
+
+// TestIsCorruptionClassifies: SkipBadPages skips what IsCorruption
+// accepts: corruption from codec, index and the loader itself, wrapped as
+// they arrive; never I/O errors, unsupported pages, limits or
+// cancellation.
+func TestIsCorruptionClassifies(t *testing.T) {
+	codecErr := func(kind error) error {
+		return &codec.Error{Op: "decode", Path: "/d/f.parquet", Column: "id", Off: 4, Err: fmt.Errorf("%w: detail", kind)}
+	}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		corrupt bool
+	}{
+		{"codec corrupt", codecErr(codec.ErrCorrupt), true},
+		{"codec crc", codecErr(codec.ErrCRC), true},
+		{"index corrupt", &index.Error{Op: "offset_index", Path: "/d/f.parquet", Off: 9, Err: fmt.Errorf("%w: x", index.ErrCorrupt)}, true},
+		{"page rows", pageErrorf("check rows", "/d/f.parquet", 4, ErrPageRows, "3 rows"), true},
+		{"file changed", pageErrorf("read", "/d/f.parquet", 4, ErrFileChanged, "short"), true},
+		{"wrapped twice", fmt.Errorf("batch: %w", codecErr(codec.ErrCorrupt)), true},
+		{"EIO", &engine.Error{Op: "read", Path: "/d/f.parquet", Off: 4, Err: unix.EIO}, false},
+		{"ENOMEM", &engine.Error{Op: "read", Path: "/d/f.parquet", Off: 4, Err: unix.ENOMEM}, false},
+		{"unsupported", codecErr(codec.ErrUnsupported), false},
+		{"page too large", codecErr(codec.ErrPageTooLarge), false},
+		{"not parquet", &index.Error{Op: "footer", Path: "/d/f.parquet", Err: index.ErrNotParquet}, false},
+		{"cancelled", context.Canceled, false},
+	} {
+		if got := IsCorruption(tc.err); got != tc.corrupt {
+			t.Errorf("%s: IsCorruption(%v) = %v, want %v", tc.name, tc.err, got, tc.corrupt)
+		}
+	}
 }

@@ -126,6 +126,9 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
+	if l.finished { // resumed after the run's last epoch
+		return
+	}
 	ctx := l.ctx
 	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
 	for {
@@ -376,7 +379,8 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit) error {
 			lo := u.offs[k] - c.Off
 			hi := lo + int64(u.sizes[k])
 			if hi > int64(len(c.Data)) {
-				return fmt.Errorf("rinas: read %s at offset %d: %w (%d of %d bytes)", l.chunks[l.key(l.lead, u.chunk)].Path, u.offs[k], errShortRead, max(int64(len(c.Data))-lo, 0), u.sizes[k])
+				return pageErrorf("read", l.chunks[l.key(l.lead, u.chunk)].Path, u.offs[k], ErrFileChanged,
+					"read %d of the page's %d bytes", max(int64(len(c.Data))-lo, 0), u.sizes[k])
 			}
 			u.data[k] = c.Data[lo:hi]
 		}
@@ -423,6 +427,10 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 			}
 			break
 		}
+		if err := l.checkPage(l.lead, u.first+k, p); err != nil {
+			p.Release()
+			return err
+		}
 		if p.Aliased() {
 			u.aliased = true
 			l.sa.zeroCopy.Add(1)
@@ -430,6 +438,49 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 		l.sa.pages.Add(1)
 		l.sa.decoded.Add(int64(p.Header().UncompressedSize))
 		u.pages = append(u.pages, p)
+	}
+	return nil
+}
+
+// checkPage holds decoded page g of column k to what the index claims of it, before
+// any of its rows is used: rows are addressed by index (row mode, resume)
+// on the index's word, so a page the index misdescribes would deliver
+// garbage or lose rows. A page with a known row count (offset index) must
+// decode to exactly that many rows and start a row (no leading levels
+// continuing an earlier page); so must the first page of a chunk, whose
+// leading levels would belong to no row.
+func (l *Loader) checkPage(k, g int, p *codec.Page) error {
+	loc := l.ix.Locate(k, g)
+	if loc.NumRows < 0 && g != l.ix.Chunk(k, loc.Chunk).FirstPage {
+		return nil
+	}
+	path := l.ix.File(loc.File).Path
+	if p.LeadingLevels() != 0 {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
+			"%d levels at its head continue a row of an earlier page, but the page should start a row", p.LeadingLevels())
+	}
+	if loc.NumRows >= 0 && p.Rows() != int(loc.NumRows) {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
+			"%d rows decoded, the offset index says %d", p.Rows(), loc.NumRows)
+	}
+	return nil
+}
+
+// checkEmptyPage reads the header of page g, which the offset index says
+// holds no row, and fails unless it holds no value either.
+func (l *Loader) checkEmptyPage(g int) error {
+	loc := l.ix.Locate(l.lead, g)
+	path := l.ix.File(loc.File).Path
+	b, err := preadFile(path, loc.Offset, min(int(loc.Size), 4096))
+	if err != nil {
+		return err
+	}
+	h, _, err := codec.ParsePageHeader(b)
+	if err != nil {
+		return &codec.Error{Op: "parse header", Path: path, Column: l.ix.Column(l.lead).Path, Off: loc.Offset, Err: err}
+	}
+	if h.NumValues() != 0 {
+		return pageErrorf("check rows", path, loc.Offset, ErrPageRows, "%d values, the offset index says the page holds no row", h.NumValues())
 	}
 	return nil
 }

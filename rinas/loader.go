@@ -10,7 +10,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -238,6 +237,13 @@ func (l *Loader) plan() error {
 					ErrConfig, l.ix.File(loc.File).Path)
 			}
 			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
+			if loc.NumRows == 0 {
+				// No row maps to a page the index calls empty, so it is
+				// never read: make sure now that it holds nothing.
+				if err := l.checkEmptyPage(g); err != nil {
+					return err
+				}
+			}
 		}
 		l.nUnits = uint64(l.rowStart[n])
 	case ShuffleRowGroup:
@@ -569,30 +575,27 @@ func (l *Loader) startEpoch(s *State) error {
 		l.shard, l.done, l.exclude = sh, 0, nil
 		return nil
 	}
-	switch {
-	case s.Version != stateVersion:
-		return fmt.Errorf("%w: version %d", ErrState, s.Version)
-	case len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path):
+	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
-	case s.Dataset != l.dataset:
-		return fmt.Errorf("%w: it was taken on another dataset or column (%s, this is %s)", ErrState, s.Dataset, l.dataset)
-	case s.Seed != l.cfg.Seed:
-		return fmt.Errorf("%w: it was taken with seed %d, this loader has seed %d", ErrState, s.Seed, l.cfg.Seed)
-	case s.Shuffle != l.cfg.Shuffle.String():
-		return fmt.Errorf("%w: it was taken with shuffle %s, this loader has %s", ErrState, s.Shuffle, l.cfg.Shuffle)
-	case s.World != l.cfg.World || s.Rank != l.cfg.Rank:
-		return fmt.Errorf("%w: it is rank %d of %d, this loader is rank %d of %d (use Reshard to change the world size)",
-			ErrState, s.Rank, s.World, l.cfg.Rank, l.cfg.World)
-	case s.Start > l.nUnits || s.Start+s.Done*uint64(s.World) > l.nUnits+uint64(s.World):
-		return fmt.Errorf("%w: position %d beyond the epoch's %d units", ErrState, s.Start+s.Done*uint64(s.World), l.nUnits)
 	}
-	if l.cfg.BatchRows == 0 && len(s.Pending) > 0 {
-		return fmt.Errorf("%w: it holds %d buffered rows, which only row batches (BatchRows > 0) can deliver", ErrState, len(s.Pending))
+	if err := l.checkState(s); err != nil {
+		return err
 	}
 	l.epoch = s.Epoch
 	start, done := s.Start, s.Done
 	if s.EpochEnd {
+		if s.Epoch+1 == l.cfg.Epoch+uint64(l.cfg.Epochs) {
+			// The run's last epoch is done: Next says io.EOF, and the
+			// producer has nothing to read.
+			l.finished = true
+			sh, err := l.perm(l.epoch).Shard(min(s.Start, l.nUnits), l.cfg.Rank, l.cfg.World)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrState, err)
+			}
+			l.shard = sh
+			return nil
+		}
 		l.epoch++
 		start, done = 0, 0
 	}
@@ -602,8 +605,7 @@ func (l *Loader) startEpoch(s *State) error {
 	}
 	l.shard, l.done = sh, done
 	if !s.EpochEnd {
-		l.exclude = slices.Clone(s.Exclude)
-		sort.Slice(l.exclude, func(i, j int) bool { return l.exclude[i] < l.exclude[j] })
+		l.exclude = slices.Clone(s.Exclude) // increasing (checkState)
 		l.rows.rng = splitmix(s.RNG)
 		if err := l.rows.restore(s.Pending); err != nil {
 			return err
@@ -746,7 +748,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
-	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Seed: l.cfg.Seed,
+	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
 		RNG: uint64(l.rows.rng)}
 	if len(l.proj) > 1 {

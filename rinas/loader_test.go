@@ -28,6 +28,9 @@ import (
 // run, then checks that no goroutine outlived them.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if stateFuzz.eng != nil {
+		stateFuzz.eng.Close()
+	}
 	if dsDir != "" {
 		os.RemoveAll(dsDir)
 	}

@@ -166,9 +166,6 @@ func (r *rowStream) restore(refs []RowRef) error {
 	for _, ref := range refs {
 		p := pages[ref.Page]
 		if p == nil {
-			if ref.Page >= uint64(r.l.ix.NumPages(r.l.lead)) {
-				return fmt.Errorf("%w: pending row of page %d beyond the dataset's %d pages", ErrState, ref.Page, r.l.ix.NumPages(r.l.lead))
-			}
 			var err error
 			if p, err = r.l.readPageSync(int(ref.Page)); err != nil {
 				return err
@@ -184,7 +181,19 @@ func (r *rowStream) restore(refs []RowRef) error {
 		}
 		a := p.Array()
 		if int(ref.Row) >= a.Len() {
-			return fmt.Errorf("%w: pending row %d of page %d, which has %d rows", ErrState, ref.Row, ref.Page, a.Len())
+			return stateErr("pending", "row %d of page %d, which has %d rows", ref.Row, ref.Page, a.Len())
+		}
+		if ref.Tok > 0 {
+			// Only a list row's tokens can be partly delivered, and at
+			// most all of them (its EOS may still be due).
+			n := 0
+			if la, ok := a.(*array.List); ok && !la.IsNull(int(ref.Row)) {
+				lo, hi := la.ValueOffsets(int(ref.Row))
+				n = int(hi - lo)
+			}
+			if int(ref.Tok) > n {
+				return stateErr("pending", "row %d of page %d: %d tokens delivered of its %d", ref.Row, ref.Page, ref.Tok, n)
+			}
 		}
 		a.Retain()
 		cols := sides[ref.Page]
@@ -437,7 +446,15 @@ func (l *Loader) readPageSync(g int) (*codec.Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.extendSpan(l.syncD, l.lead, loc.Chunk, dict, nil, nil, g, preadFile)
+	p, err := l.extendSpan(l.syncD, l.lead, loc.Chunk, dict, nil, nil, g, preadFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkPage(l.lead, g, p); err != nil {
+		p.Release()
+		return nil, err
+	}
+	return p, nil
 }
 
 func (l *Loader) syncDict(k, c int) (*codec.Dictionary, error) {
@@ -517,11 +534,11 @@ func preadFile(path string, off int64, n int) ([]byte, error) {
 	defer f.Close()
 	b := make([]byte, n)
 	m, err := f.ReadAt(b, off)
-	if err == io.EOF && m > 0 {
-		err = nil
+	if err == io.EOF {
+		return nil, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", m, n)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rinas: read %s at offset %d: %w", path, off, err)
 	}
-	return b[:m], nil
+	return b, nil
 }

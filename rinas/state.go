@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/pagefeed/pagefeed/index/perm"
 )
 
 // RowRef names one row: a global page number (of the loaded column) and
@@ -28,6 +30,14 @@ type RowRef struct {
 // order, or the rest of a page), and RNG is the shuffle buffer's generator.
 // Resuming re-reads the Pending rows' pages first, so every row is
 // delivered exactly once across the checkpoint.
+//
+// A State is input like any file: Open checks every field against the
+// loader (version, dataset, seed, shuffle, output, rank and world, the
+// epoch within Config.Epoch..Epoch+Epochs, positions within the epoch's
+// units, pending rows within their pages and taken in with their units)
+// and refuses one that does not fit with ErrState naming the field. A
+// State taken after the run's last epoch (EpochEnd) resumes a finished
+// loader: Next returns io.EOF.
 type State struct {
 	Version int    `json:"version"`
 	Dataset string `json:"dataset"` // fingerprint of the files and projection
@@ -46,6 +56,11 @@ type State struct {
 	Pending  []RowRef `json:"pending,omitempty"`
 	RNG      uint64   `json:"rng"`
 	EpochEnd bool     `json:"epoch_end,omitempty"` // the epoch is finished
+	// Output is the output it was taken with ("arrow", "tokens"): a
+	// tokens checkpoint holds rows partly packed (RowRef.Tok) that Arrow
+	// output would deliver whole again. Empty in states written before it
+	// was recorded; those are checked by their rows' Tok alone.
+	Output string `json:"output,omitempty"`
 }
 
 const stateVersion = 1
@@ -60,9 +75,122 @@ func UnmarshalState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
 	if s.Version != stateVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrState, s.Version, stateVersion)
+		return nil, stateErr("version", "%d, this loader reads version %d", s.Version, stateVersion)
 	}
 	return &s, nil
+}
+
+// maxReshardExclude bounds the positions Reshard may have to exclude: ranks
+// of one run are at most a few batches apart, so a spread beyond this is a
+// bad state, not work to do.
+const maxReshardExclude = 1 << 24
+
+// stateErr is the ErrState about one field of a State.
+func stateErr(field, format string, args ...any) error {
+	return fmt.Errorf("%w: field %s: %s", ErrState, field, fmt.Sprintf(format, args...))
+}
+
+// checkState validates every field of s against the loader (dataset,
+// seed, shuffle, output, rank and world, epochs, the epoch's units) before
+// any of it is used, so a bad or edited checkpoint fails Open with ErrState
+// naming the field instead of panicking, wrapping around, or delivering
+// rows twice. The pending rows' row numbers and token counts are checked
+// against their pages when restore reads them.
+func (l *Loader) checkState(s *State) error {
+	end := l.cfg.Epoch + uint64(l.cfg.Epochs)
+	switch {
+	case s.Version != stateVersion:
+		return stateErr("version", "%d, this loader reads version %d", s.Version, stateVersion)
+	case s.Dataset != l.dataset:
+		return stateErr("dataset", "it was taken on another dataset or column (%s, this is %s)", s.Dataset, l.dataset)
+	case s.Seed != l.cfg.Seed:
+		return stateErr("seed", "it was taken with seed %d, this loader has seed %d", s.Seed, l.cfg.Seed)
+	case s.Shuffle != l.cfg.Shuffle.String():
+		return stateErr("shuffle", "it was taken with shuffle %q, this loader has %s", s.Shuffle, l.cfg.Shuffle)
+	case s.Output != "" && s.Output != l.cfg.Output.String():
+		return stateErr("output", "it was taken with %q output, this loader has %s", s.Output, l.cfg.Output)
+	case s.World != l.cfg.World || s.Rank != l.cfg.Rank:
+		return stateErr("rank", "it is rank %d of %d, this loader is rank %d of %d (use Reshard to change the world size)",
+			s.Rank, s.World, l.cfg.Rank, l.cfg.World)
+	case s.Start > l.nUnits:
+		return stateErr("start", "position %d beyond the epoch's %d units", s.Start, l.nUnits)
+	case s.Epoch < l.cfg.Epoch && !(s.EpochEnd && s.Epoch+1 == l.cfg.Epoch):
+		return stateErr("epoch", "epoch %d is before this loader's first epoch %d", s.Epoch, l.cfg.Epoch)
+	case s.Epoch >= end || s.Epoch == ^uint64(0):
+		return stateErr("epoch", "epoch %d is past this loader's last epoch %d", s.Epoch, end-1)
+	}
+	if s.EpochEnd {
+		if s.Done != 0 || len(s.Exclude) > 0 || len(s.Pending) > 0 {
+			return stateErr("epoch_end", "a finished epoch with %d units done, %d excluded and %d rows pending", s.Done, len(s.Exclude), len(s.Pending))
+		}
+		return nil
+	}
+	sh, err := l.perm(s.Epoch).Shard(s.Start, s.Rank, s.World)
+	if err != nil {
+		return stateErr("start", "%v", err)
+	}
+	if s.Done > sh.Len() {
+		return stateErr("done", "%d units done of a shard of %d", s.Done, sh.Len())
+	}
+	low := sh.Pos(s.Done)
+	for i, p := range s.Exclude {
+		switch {
+		case p >= l.nUnits:
+			return stateErr("exclude", "position %d beyond the epoch's %d units", p, l.nUnits)
+		case p < low || (p-s.Start)%uint64(s.World) != uint64(s.Rank):
+			return stateErr("exclude", "position %d is not among rank %d's positions from %d", p, s.Rank, low)
+		case i > 0 && p <= s.Exclude[i-1]:
+			return stateErr("exclude", "positions not in increasing order (%d after %d)", p, s.Exclude[i-1])
+		}
+	}
+	if len(s.Pending) > 0 && l.cfg.BatchRows == 0 {
+		return stateErr("pending", "it holds %d buffered rows, which only row batches (BatchRows > 0) can deliver", len(s.Pending))
+	}
+	seen := make(map[RowRef]bool, len(s.Pending))
+	for _, r := range s.Pending {
+		if r.Page >= uint64(l.ix.NumPages(l.lead)) {
+			return stateErr("pending", "row of page %d beyond the dataset's %d pages", r.Page, l.ix.NumPages(l.lead))
+		}
+		if r.Tok > 0 && l.cfg.Output != OutputTokens {
+			return stateErr("pending", "row %d of page %d is partly delivered (%d tokens), which only tokens output does", r.Row, r.Page, r.Tok)
+		}
+		k := RowRef{Page: r.Page, Row: r.Row}
+		if seen[k] {
+			return stateErr("pending", "row %d of page %d is listed twice", r.Row, r.Page)
+		}
+		seen[k] = true
+		// A pending row was taken in with its unit: a unit of this rank
+		// still ahead would deliver it again. (A unit below Start, or of
+		// another rank's positions after Reshard, was taken in by the
+		// world; this rank cannot tell more.)
+		pos, ok := l.unitPos(sh.Perm, r)
+		if !ok {
+			return stateErr("pending", "row %d of page %d is beyond the page's rows", r.Row, r.Page)
+		}
+		if pos >= s.Start && (pos-s.Start)%uint64(s.World) == uint64(s.Rank) && !s.consumed(pos) {
+			return stateErr("pending", "row %d of page %d belongs to a unit not yet taken in (position %d)", r.Row, r.Page, pos)
+		}
+	}
+	return nil
+}
+
+// unitPos returns the epoch position (in p) of the unit that delivers row
+// r, or false when r's row is beyond what the index says its page holds
+// (row mode, where the unit is the row).
+func (l *Loader) unitPos(p perm.Perm, r RowRef) (uint64, bool) {
+	g := int(r.Page)
+	switch l.cfg.Shuffle {
+	case ShuffleNone, ShuffleStream:
+		return uint64(g), true
+	case ShuffleRowGroup:
+		return p.Position(uint64(l.ix.Locate(l.lead, g).Chunk)), true
+	case ShuffleRow:
+		if int64(r.Row) >= l.rowStart[g+1]-l.rowStart[g] {
+			return 0, false
+		}
+		return p.Position(uint64(l.rowStart[g] + int64(r.Row))), true
+	}
+	return p.Position(uint64(g)), true
 }
 
 // consumed reports whether global position pos is taken in by the state's
@@ -93,12 +221,18 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	}
 	byRank := make([]*State, s0.World)
 	for _, s := range states {
-		if s.Dataset != s0.Dataset || s.Seed != s0.Seed || s.Epoch != s0.Epoch || s.Start != s0.Start ||
-			s.World != s0.World || s.Shuffle != s0.Shuffle || s.EpochEnd != s0.EpochEnd {
+		if s.Version != stateVersion || s.Dataset != s0.Dataset || s.Seed != s0.Seed || s.Epoch != s0.Epoch || s.Start != s0.Start ||
+			s.World != s0.World || s.Shuffle != s0.Shuffle || s.EpochEnd != s0.EpochEnd || s.Output != s0.Output ||
+			s.Lead != s0.Lead || !slices.Equal(s.Columns, s0.Columns) {
 			return nil, fmt.Errorf("%w: states of different runs or epochs", ErrState)
 		}
 		if s.Rank < 0 || s.Rank >= s.World || byRank[s.Rank] != nil {
 			return nil, fmt.Errorf("%w: rank %d missing or twice", ErrState, s.Rank)
+		}
+		// Start + Done·World + Rank must not wrap around (Open checks the
+		// rest against the dataset).
+		if w, lim := uint64(s.World), ^uint64(0)-uint64(s.Rank); s.Start > lim || s.Done > (lim-s.Start)/w {
+			return nil, stateErr("done", "rank %d: %d units done from position %d overflow", s.Rank, s.Done, s.Start)
 		}
 		byRank[s.Rank] = s
 	}
@@ -117,20 +251,26 @@ func Reshard(states []*State, world int) ([]*State, error) {
 		}
 		pending = append(pending, s.Pending...)
 	}
-	// Positions below a rank's Done but at or beyond start were taken in.
+	// Positions below a rank's Done but at or beyond start were taken in:
+	// those of shard indexes j0 ≤ j < Done, j0 the first at or past start.
 	for r, s := range byRank {
-		for j := uint64(0); j < s.Done; j++ {
-			p := s.Start + j*uint64(s.World) + uint64(r)
-			if p >= start {
-				exclude = append(exclude, p)
-			}
+		w := uint64(s.World)
+		j0 := uint64(0)
+		if first := s.Start + uint64(r); first < start {
+			j0 = (start - first + w - 1) / w
+		}
+		if s.Done > j0 && s.Done-j0 > maxReshardExclude-uint64(len(exclude)) {
+			return nil, stateErr("done", "rank %d is %d units ahead of the slowest rank", r, s.Done-j0)
+		}
+		for j := j0; j < s.Done; j++ {
+			exclude = append(exclude, s.Start+j*w+uint64(r))
 		}
 	}
 	slices.Sort(exclude)
 	exclude = slices.Compact(exclude)
 	out := make([]*State, world)
 	for r := range out {
-		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed,
+		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
 			Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd,
 			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
 		for _, p := range exclude {

@@ -6,9 +6,12 @@
 // row shuffles; unordered and ordered fetch; Arrow and token output; one
 // epoch, two epochs, or a loader closed mid-epoch), each on its own
 // engine whose reads meet EIO, short reads, EAGAIN, EINTR and ECANCELED
-// at RateFaults' rates, with Config.SkipBadPages set. Every run of the id
-// column is checked: no row twice, and rows delivered plus rows in skipped
-// pages equal the dataset's.
+// at RateFaults' rates, with Config.SkipBadPages set, on a dataset where
+// one id page in corruptEvery is corrupt. Every run of the id column is
+// checked: no row twice, and rows delivered plus rows in skipped pages
+// equal the dataset's. SkipBadPages skips corruption only, so a run whose
+// read meets an injected EIO must fail with it: such runs are counted
+// (Report.EIOFailed), and their rows are not expected.
 package soak
 
 import (
@@ -19,6 +22,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -87,10 +91,11 @@ type Report struct {
 	Batches int64    `json:"batches"` // batches delivered
 	Rows    int64    `json:"rows"`
 	// Reads counts read attempts the injector saw; Faults what it
-	// injected (EIO among them, each a page skipped).
+	// injected (EIO among them, each failing its run).
 	Reads     int64              `json:"read_attempts"`
 	Faults    engine.FaultCounts `json:"faults"`
 	Skipped   int64              `json:"skipped_pages"`
+	EIOFailed int64              `json:"eio_failed_runs"` // runs ended by an injected EIO, as they must
 	Lost      int64              `json:"lost_rows"`       // rows neither delivered nor in a skipped page: must be 0
 	Dup       int64              `json:"duplicated_rows"` // must be 0
 	RSSGrowth float64            `json:"rss_growth"`      // last third's median over the first third's, minus 1
@@ -122,6 +127,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	idIx, err := index.Build(ctx, res.Files, index.Options{Columns: []string{"id"}, NoSidecar: true, Logf: func(string, ...any) {}})
 	if err != nil {
 		return nil, fmt.Errorf("soak: index: %w", err)
+	}
+	if err := corruptPages(idIx); err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
 	}
 	w := &workload{cfg: cfg, paths: res.Files, rows: res.Rows, idIx: idIx, seen: make([]uint32, res.Rows)}
 	rep := &Report{}
@@ -155,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Runs, rep.Batches, rep.Rows = w.runs, w.batches, w.rowsOut
 	rep.Faults = cfg.Faults.Counts()
 	rep.Reads = rep.Faults.Attempts
-	rep.Skipped, rep.Lost, rep.Dup = w.skipped, w.lost, w.dup
+	rep.Skipped, rep.Lost, rep.Dup, rep.EIOFailed = w.skipped, w.lost, w.dup, w.eioFailed
 	rep.verdict(cfg.Growth)
 	switch {
 	case runErr != nil:
@@ -207,6 +215,31 @@ type workload struct {
 
 	runs, batches, rowsOut int64
 	skipped, lost, dup     int64
+	eioFailed              int64
+}
+
+// corruptEvery is the spacing of the id pages corruptPages damages.
+const corruptEvery = 40
+
+// corruptPages overwrites the header of every corruptEvery-th page of the
+// id column (at least one) with 0xff bytes, which no page header parses as: corruption
+// for SkipBadPages to skip in every run.
+func corruptPages(ix *index.Index) error {
+	for g := min(corruptEvery/2, ix.NumPages(0)/2); g < ix.NumPages(0); g += corruptEvery {
+		loc := ix.Locate(0, g)
+		f, err := os.OpenFile(ix.File(loc.File).Path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteAt([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, loc.Offset)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type variant struct {
@@ -261,6 +294,12 @@ func (w *workload) step(ctx context.Context) error {
 		b, err := l.Next(ctx)
 		if err == io.EOF {
 			break
+		}
+		if errors.Is(err, syscall.EIO) {
+			// An injected EIO fails the run: that is the contract.
+			w.eioFailed++
+			w.skipped += l.Stats().SkippedPages
+			return l.Close()
 		}
 		if err != nil {
 			l.Close()

@@ -31,10 +31,13 @@ func TestRunShort(t *testing.T) {
 	if rep.Lost != 0 || rep.Dup != 0 {
 		t.Fatalf("%d rows lost, %d duplicated", rep.Lost, rep.Dup)
 	}
+	if rep.Skipped == 0 {
+		t.Fatalf("report %+v: no corrupt page skipped", rep)
+	}
 	if !strings.Contains(out.String(), "goroutines=") {
 		t.Fatalf("no samples printed:\n%s", out.String())
 	}
-	t.Logf("%d runs, %d reads, %+v", rep.Runs, rep.Reads, rep.Faults)
+	t.Logf("%d runs (%d ended by EIO), %d reads, %d pages skipped, %+v", rep.Runs, rep.EIOFailed, rep.Reads, rep.Skipped, rep.Faults)
 }
 
 // TestVerdict: growth beyond the tolerance, or rising goroutines, is not
