@@ -509,3 +509,42 @@ func TestCoalescedReads(t *testing.T) {
 		t.Logf("%v %v: %d reads without coalescing, %d with", tc.shuffle, tc.cols, reads[0], reads[1])
 	}
 }
+
+// TestMultiColumnReshard: states of two ranks part way through an epoch,
+// resharded to three, deliver the rest of the rows exactly once.
+func TestMultiColumnReshard(t *testing.T) {
+	paths := multiDataset(t, "mixed")
+	ref := reference(t, paths)
+	for _, rows := range []int{0, 30} {
+		var keys []rowKey
+		var states []*State
+		for rank := 0; rank < 2; rank++ {
+			cfg := multiConfig(paths, "id", "input_ids", "text")
+			cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = rank, 2, rows, rows*4
+			l, err := Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, runAll(t, l, ref, 2+rank)...)
+			states = append(states, l.State())
+			l.Close()
+		}
+		next, err := Reshard(states, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ix *index.Index
+		for rank, st := range next {
+			cfg := multiConfig(paths, "id", "input_ids", "text")
+			cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows, cfg.Resume = rank, 3, rows, rows*4, st
+			l, err := Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, runAll(t, l, ref, -1)...)
+			ix = l.Index()
+			l.Close()
+		}
+		checkOnce(t, keys, ix)
+	}
+}
