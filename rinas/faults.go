@@ -55,7 +55,7 @@ func IsCorruption(err error) bool { return codec.IsCorruption(err) }
 // SkippedPage is a unit the loader dropped under Config.SkipBadPages: its
 // first page, where the failure happened, and why.
 type SkippedPage struct {
-	Page  uint64 // global page number (of the loaded column) of the unit's first page
+	Page  uint64 // global page number (of the lead column: Config.LeadColumn) of the unit's first page
 	Epoch uint64
 	Path  string // file of the failing read or page
 	Off   int64  // its offset in the file

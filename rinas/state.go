@@ -8,7 +8,7 @@ import (
 	"github.com/pagefeed/pagefeed/index/perm"
 )
 
-// RowRef names one row: a global page number (of the loaded column) and
+// RowRef names one row: a global page number (of the lead column: Config.LeadColumn) and
 // the row's index among the rows that start in that page.
 type RowRef struct {
 	Page uint64 `json:"p"`
