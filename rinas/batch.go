@@ -27,8 +27,8 @@ type Batch struct {
 	Epoch uint64
 	// Columns holds the rows (arrow output), one entry per projected
 	// column in projection order: one chunk per page of the lead column
-	// (Config.LeadColumn; in arrival order)
-	// when batches are pages, one chunk of BatchRows rows otherwise.
+	// (Config.LeadColumn), in arrival order, when batches are pages; one
+	// chunk of BatchRows rows otherwise.
 	Columns []Column
 	// Arrays is Columns[0].Arrays, the first projected column's chunks
 	// (nil when Columns is empty).
