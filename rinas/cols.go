@@ -225,10 +225,6 @@ func (l *Loader) planReads() {
 				l.maxRun = max(l.maxRun, l.runBytes(k, ci.FirstPage, ci.NumPages))
 			}
 		}
-	} else if l.unitMax > 1 {
-		for g := 0; g+1 < l.ix.NumPages(l.lead); g++ {
-			l.maxRun = max(l.maxRun, l.runBytes(l.lead, g, 2))
-		}
 	}
 	l.sideReads, l.sideMean = 0, 0
 	if len(l.sides) == 0 {

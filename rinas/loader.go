@@ -380,7 +380,10 @@ func (l *Loader) openEngine() error {
 	}
 	opts := l.cfg.Engine
 	// Units that read several pages of one chunk may coalesce them.
-	several := l.cfg.Shuffle == ShuffleRowGroup || len(l.sides) > 0 || l.unitMax > 1
+	// (A page and its continuation coalesce only where both fit a slot
+	// sized for one page: doubling every slot for them costs more memory
+	// than the read it saves is worth.)
+	several := l.cfg.Shuffle == ShuffleRowGroup || len(l.sides) > 0
 	if opts.SlotSize == 0 {
 		payload := maxPage
 		if several && l.cfg.CoalesceBytes > 0 {
