@@ -105,12 +105,6 @@ func reference(t *testing.T, paths []string) map[string]map[string][]string {
 	return ref
 }
 
-func valueStr(a arrow.Array, i int) string {
-	if a.IsNull(i) {
-		return "null"
-	}
-	return a.ValueStr(i)
-}
 
 // rowKey names a row of the dataset: its file and row within the file.
 type rowKey struct {

@@ -39,7 +39,7 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) 
 	fd, ok := r.fds[path]
 	if !ok {
 		var err error
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECT, 0)
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|oDirect, 0)
 		if errors.Is(err, unix.EINVAL) {
 			fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		}
@@ -172,6 +172,8 @@ func (l *Loader) orderedDict(k, c int) (*codec.Dictionary, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.dicts.store(key, d)
+	if err := l.dicts.store(key, d, func() string { return l.chunkName(key) }); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
