@@ -446,9 +446,11 @@ func (l *Loader) sliceSide(u *unit, s int, lo, hi int64) (arrow.Array, error) {
 		for _, a := range parts {
 			a.Release()
 		}
-		ci := l.ix.Chunk(l.sides[s], u.chunk)
-		return nil, fmt.Errorf("%w: %s: row group %d: column %s holds %d of rows [%d, %d) that column %s has: the columns' row counts differ",
-			codec.ErrCorrupt, l.ix.File(ci.File).Path, ci.RowGroup, l.ix.Column(l.sides[s]).Path, got, lo, hi, l.ix.Column(l.lead).Path)
+		k := l.sides[s]
+		ci := l.ix.Chunk(k, u.chunk)
+		return nil, pageErrorf("check rows", l.ix.File(ci.File).Path, l.ix.Locate(k, sp.first).Offset, ErrPageRows,
+			"row group %d: column %s holds %d of rows [%d, %d) that column %s has: the columns' row counts differ",
+			ci.RowGroup, l.ix.Column(k).Path, got, lo, hi, l.ix.Column(l.lead).Path)
 	}
 	if len(parts) == 1 {
 		return parts[0], nil
