@@ -105,7 +105,6 @@ func reference(t *testing.T, paths []string) map[string]map[string][]string {
 	return ref
 }
 
-
 // rowKey names a row of the dataset: its file and row within the file.
 type rowKey struct {
 	file int
