@@ -246,6 +246,8 @@ func TestMultiColumnModes(t *testing.T) {
 			{shuffle: ShuffleRow, rows: 64},
 			{shuffle: ShuffleRowGroup},
 			{shuffle: ShuffleRowGroup, rows: 100},
+			{shuffle: ShuffleRowGroup, fetch: Ordered},
+			{shuffle: ShuffleRow, rows: 16, fetch: Ordered},
 			{shuffle: ShuffleStream, rows: 32},
 			{shuffle: ShuffleNone},
 		} {
