@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -50,8 +52,11 @@ type ParquetConfig struct {
 	IODepth    int    // reads in flight in all, as fio's iodepth (split over the workers); default 256
 	Prefetch   int    // batches read ahead; default rinas's automatic window
 	Workers    int    // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
-	// IOEngine is io_uring (default), psync (the engine's pread pool) or
-	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
+	// IOEngine is io_uring, psync (the engine's pread pool) or mmap
+	// (baseline: pages copied out of mmap'd files, page cache and all).
+	// Empty (the default) chooses as the loader does: io_uring, or psync
+	// where the kernel refuses io_uring (said through Logf); the result
+	// names the one that ran. An explicit io_uring fails there, as fio's.
 	IOEngine string
 	// Engine is pagefeed (default), arrowgo (baseline: arrow-go's pqarrow
 	// reading whole random row groups: chunk-granular I/O) or decode (the
@@ -100,11 +105,8 @@ func (c *ParquetConfig) fill() error {
 	if c.IODepth < 1 || c.IODepth > 4096 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: iodepth %d (want 1..4096)", ErrBadOption, c.IODepth)}
 	}
-	if c.IOEngine == "" {
-		c.IOEngine = "io_uring"
-	}
 	switch c.IOEngine {
-	case "io_uring", "psync", "mmap":
+	case "", "io_uring", "psync", "mmap":
 	default:
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, c.IOEngine)}
 	}
@@ -294,8 +296,11 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if epochs <= 0 {
 		epochs = 1 << 30 // runtime-bounded
 	}
-	kind := engine.IOUring
-	if cfg.IOEngine == "psync" {
+	kind := engine.Auto
+	switch cfg.IOEngine {
+	case "io_uring":
+		kind = engine.IOUring
+	case "psync":
 		kind = engine.Pread
 	}
 	direct := engine.On
@@ -319,9 +324,15 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	rc.LeadColumn, rc.CoalesceBytes, rc.SideCacheBytes = cfg.LeadColumn, cfg.Coalesce, cfg.SideCache
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
-		return err
+		return uringRefused(kind, err)
 	}
 	defer l.Close()
+	if cfg.IOEngine == "" {
+		res.Config.IOEngine = "io_uring"
+		if l.Engine().Info().Kind == engine.Pread {
+			res.Config.IOEngine = "psync"
+		}
+	}
 	res.EngineInfo = engineInfo(l.Engine().Info())
 	res.pinned = l.CPUs()
 	res.IndexBuildNs = l.Stats().IndexBuildNs
@@ -943,4 +954,20 @@ func readRange(path string, off int64, n int) ([]byte, error) {
 		return nil, &Error{Op: "read", Path: path, Off: off, Err: err}
 	}
 	return b, nil
+}
+
+// uringRefused words an explicit io_uring the kernel refuses as fio does
+// ("err=1, func=io_queue_init, error=Operation not permitted"); other
+// errors pass unchanged.
+func uringRefused(kind engine.Kind, err error) error {
+	var ee *engine.Error
+	var errno syscall.Errno
+	if kind != engine.IOUring || !errors.As(err, &ee) || ee.Op != "io_uring setup" || !errors.As(err, &errno) {
+		return err
+	}
+	msg := errno.Error()
+	if msg != "" {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return fmt.Errorf("%w: io_uring: err=%d, func=io_queue_init, error=%s (leave --ioengine unset to fall back to psync)", ErrEngine, int(errno), msg)
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -295,5 +297,59 @@ func TestBadFilesLoaderPermission(t *testing.T) {
 	}
 	if _, err := runWithin(t, baseConfig(ds, "id"), nil); err == nil || !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), victim) {
 		t.Fatalf("unreadable: %v, want a permission error naming %s", err, victim)
+	}
+}
+
+// TestBadFilesLoaderShrinksUnderARead: a file that shrinks while the
+// engine has a read of it in flight (the read's rest then finds nothing:
+// engine.ErrChanged) is the corruption a file that shrank before its read
+// is: the epoch fails with ErrFileChanged naming the file, or, with
+// SkipBadPages, its pages are skipped and every other row arrives once.
+func TestBadFilesLoaderShrinksUnderARead(t *testing.T) {
+	src := manyPages(t)
+	for _, skip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skip=%v", skip), func(t *testing.T) {
+			ds := copyDataset(t, src)
+			victim := ds.paths[1]
+			var once sync.Once
+			cfg := baseConfig(ds, "id")
+			cfg.SkipBadPages = skip
+			cfg.Engine.Faults = engine.FaultFunc(func(f *engine.File, _ int64, _, res int) int {
+				if f.Path() != victim || res <= 1 {
+					return res
+				}
+				shrunk := false
+				once.Do(func() {
+					if err := os.Truncate(victim, 100); err != nil {
+						t.Error(err)
+					}
+					shrunk = true
+				})
+				if shrunk {
+					return 1 // a short first attempt: the rest is read from the shrunk file
+				}
+				return res
+			})
+			ids, err := runWithin(t, cfg, nil)
+			if skip {
+				if err != nil {
+					t.Fatalf("SkipBadPages: %v", err)
+				}
+				seen := make(map[int64]bool, len(ids))
+				for _, id := range ids {
+					if seen[id] {
+						t.Fatalf("id %d delivered twice", id)
+					}
+					seen[id] = true
+				}
+				if int64(len(ids)) >= ds.rows {
+					t.Fatalf("%d of %d rows with the victim's pages gone", len(ids), ds.rows)
+				}
+				return
+			}
+			if err == nil || !IsCorruption(err) || !errors.Is(err, ErrFileChanged) || !errors.Is(err, engine.ErrChanged) || !strings.Contains(err.Error(), victim) {
+				t.Fatalf("error %v: want ErrFileChanged (a corruption) wrapping engine.ErrChanged, naming %s", err, victim)
+			}
+		})
 	}
 }

@@ -111,13 +111,27 @@ func (l *Loader) recycle(fb *fetchBatch) {
 	l.free <- fb
 }
 
+// A page read's completion tag packs its fetch batch (at most
+// maxPrefetch+1 of them), its unit within the batch (BatchPages ≤ 65,536)
+// and its page within the unit (a row-group unit has up to maxUnitPages).
 const (
-	tagUnitBits = 24
-	tagPageBits = 16
+	tagBatchBits = 8
+	tagUnitBits  = 16
+	tagPageBits  = 64 - tagBatchBits - tagUnitBits
 )
+
+// maxUnitPages bounds the pages of one unit (plan fails a row group with
+// more): a unit holds an engine slot per page until it decodes, and a
+// worker has at most 65,536 slots. A variable so tests can lower it.
+var maxUnitPages = 1 << 16
 
 func pageTag(fb, u, k int) uint64 {
 	return uint64(fb)<<(tagUnitBits+tagPageBits) | uint64(u)<<tagPageBits | uint64(k)
+}
+
+// splitTag inverts pageTag.
+func splitTag(tag uint64) (fb, u, k int) {
+	return int(tag >> (tagUnitBits + tagPageBits)), int(tag >> tagPageBits & (1<<tagUnitBits - 1)), int(tag & (1<<tagPageBits - 1))
 }
 
 // produce schedules every unit of the loader's epochs, batch by batch. It
@@ -313,10 +327,11 @@ func (l *Loader) nextWorker(i int) int {
 
 // onPage runs on an engine worker for every page read that lands.
 func (l *Loader) onPage(c *engine.Completion) {
-	fb := l.fbs[c.Tag>>(tagUnitBits+tagPageBits)]
-	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
+	ifb, iu, q := splitTag(c.Tag)
+	fb := l.fbs[ifb]
+	u := &fb.units[iu]
 	n := u.nreq // read before the count: once it is complete, u may be reused
-	u.comps[c.Tag&(1<<tagPageBits-1)] = c
+	u.comps[q] = c
 	l.sa.disk.Add(int64(c.DeviceBytes))
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	if int(u.got.Add(1)) < n {
@@ -371,7 +386,7 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit) error {
 	}()
 	for q, c := range u.comps[:u.nreq] {
 		if c.Err != nil {
-			return c.Err
+			return readErr(l.chunks[l.key(l.lead, u.chunk)].Path, c)
 		}
 		// The pages of request q: one, or a coalesced run.
 		for k := int(u.reqFirst[q]); k < int(u.reqFirst[q+1]); k++ {
@@ -528,8 +543,10 @@ func (l *Loader) onDict(c *engine.Completion) {
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
-	err := c.Err
-	if err == nil {
+	var err error
+	if c.Err != nil {
+		err = readErr(l.chunks[key].Path, c)
+	} else {
 		d, err = l.decs[w].Dictionary(l.chunks[key], c.Data, c.Off)
 	}
 	c.Release()
@@ -538,7 +555,7 @@ func (l *Loader) onDict(c *engine.Completion) {
 	}
 }
 
-// chunkName describes chunk c of the loaded column, for errors.
+// chunkName describes the chunk of key (see Loader.key), for errors.
 func (l *Loader) chunkName(key int) string {
 	k, c := key/l.ix.NumChunks(), key%l.ix.NumChunks()
 	ci := l.ix.Chunk(k, c)

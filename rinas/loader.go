@@ -116,18 +116,24 @@ type Loader struct {
 	pdone  chan struct{} // closed when the producer returns
 
 	// consumer state
-	epoch    uint64
-	shard    perm.Shard
-	done     uint64      // shard units taken in
-	exclude  []uint64    // positions beyond done taken in (resume)
-	waiting  *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err      error       // sticky: the epoch failed
-	cur      *fetchBatch // row batches: the batch whose units are being taken in
-	curNext  int         // next arrival index of cur to take in
-	atEnd    bool        // row batches: the epoch's units are all taken in
-	rows     rowStream
-	tokBufs  chan *tokenBuf
-	finished bool
+	epoch   uint64
+	shard   perm.Shard
+	done    uint64      // shard units taken in
+	exclude []uint64    // positions beyond done taken in (resume)
+	waiting *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err     error       // sticky: the epoch failed
+	cur     *fetchBatch // row batches: the batch whose units are being taken in
+	curNext int         // next arrival index of cur to take in
+	atEnd   bool        // row batches: the epoch's units are all taken in
+	rows    rowStream
+	tokBufs chan *tokenBuf
+	// tokMu orders token buffers coming back (Batch.Release, from any
+	// goroutine) against Close: once tokClosed is set, a buffer coming
+	// back is unmapped instead of parked. tokMapped counts the mapped ones.
+	tokMu     sync.Mutex
+	tokClosed bool
+	tokMapped int
+	finished  bool
 
 	stats Stats
 	sa    struct {
@@ -249,7 +255,12 @@ func (l *Loader) plan() error {
 	case ShuffleRowGroup:
 		l.nUnits = uint64(l.ix.NumChunks())
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			l.unitMax = max(l.unitMax, l.ix.Chunk(l.lead, c).NumPages)
+			ci := l.ix.Chunk(l.lead, c)
+			if ci.NumPages > maxUnitPages {
+				return fmt.Errorf("%w: rowgroup shuffle reads a row group's chunk as one unit of at most %d pages, and row group %d of %s has %d in column %s: use page or row shuffle, or smaller row groups",
+					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(l.lead).Path)
+			}
+			l.unitMax = max(l.unitMax, ci.NumPages)
 		}
 		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
 			l.cfg.BatchPages = 1
@@ -271,6 +282,10 @@ func (l *Loader) plan() error {
 	if l.cfg.Shuffle != ShuffleRowGroup {
 	}
 	l.planReads()
+	if n := l.unitMax + l.sideReads; n > maxUnitPages {
+		return fmt.Errorf("%w: a unit would read %d pages (%d of column %s and %d of the other columns), at most %d: use page shuffle, smaller row groups or another LeadColumn",
+			ErrConfig, n, l.unitMax, l.ix.Column(l.lead).Path, l.sideReads, maxUnitPages)
+	}
 	return nil
 }
 
@@ -548,6 +563,7 @@ func (l *Loader) openEngine() error {
 			if err != nil {
 				return err
 			}
+			l.tokMapped++
 			if !b.locked && i == 0 {
 				l.cfg.Logf("token buffers are not mlock'ed (RLIMIT_MEMLOCK too low)")
 			}
@@ -832,8 +848,15 @@ func (l *Loader) closeAll() error {
 	l.dicts.drop()
 	l.sideC.drop()
 	if l.tokBufs != nil {
+		l.tokMu.Lock()
+		l.tokClosed = true // buffers released from here on are unmapped
+		var parked []*tokenBuf
 		for len(l.tokBufs) > 0 {
-			(<-l.tokBufs).free()
+			parked = append(parked, <-l.tokBufs)
+		}
+		l.tokMu.Unlock()
+		for _, tb := range parked {
+			l.unmapTokBuf(tb)
 		}
 	}
 	errs = append(errs, l.fc.closeAll())
@@ -862,4 +885,25 @@ func trimExclude(ex []uint64, pos uint64) []uint64 {
 		i++
 	}
 	return ex[i:]
+}
+
+// putTokBuf takes a token buffer back from a batch, from any goroutine:
+// parked for the next batch, or unmapped once the loader is closed.
+func (l *Loader) putTokBuf(tb *tokenBuf) {
+	l.tokMu.Lock()
+	if !l.tokClosed {
+		l.tokBufs <- tb // capacity holds every buffer: never blocks
+		l.tokMu.Unlock()
+		return
+	}
+	l.tokMu.Unlock()
+	l.unmapTokBuf(tb)
+}
+
+// unmapTokBuf frees a token buffer for good.
+func (l *Loader) unmapTokBuf(tb *tokenBuf) {
+	tb.free()
+	l.tokMu.Lock()
+	l.tokMapped--
+	l.tokMu.Unlock()
 }

@@ -1,6 +1,8 @@
 package rinas
 
 import (
+	"context"
+	"slices"
 	"testing"
 )
 
@@ -121,5 +123,36 @@ func TestShuffleBufferBoundedAndExactlyOnce(t *testing.T) {
 				t.Fatalf("same seed diverged: %d vs %d", x, y)
 			}
 		}
+	}
+}
+
+// TestTokenBufferHeldAtCloseUnmapped: a tokens batch the consumer still
+// holds at Close stays valid until its Release, which then unmaps its
+// buffer rather than park it for a loader that is gone.
+func TestTokenBufferHeldAtCloseUnmapped(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "input_ids")
+	cfg.Shuffle, cfg.Fetch, cfg.Output, cfg.SeqLen, cfg.BatchRows, cfg.EOS = ShuffleNone, Ordered, OutputTokens, 128, 4, -7
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]int32(nil), b.Tokens...)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.tokMapped != 1 {
+		t.Fatalf("%d token buffers mapped after Close with one batch held, want 1", l.tokMapped)
+	}
+	if !slices.Equal(b.Tokens, want) {
+		t.Fatal("a held batch's tokens changed at Close")
+	}
+	b.Release()
+	if l.tokMapped != 0 {
+		t.Fatalf("%d token buffers still mapped after the held batch's Release", l.tokMapped)
 	}
 }

@@ -235,7 +235,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 	var taken []rowItem
 	giveBack := func() {
 		if tb != nil {
-			l.tokBufs <- tb
+			l.putTokBuf(tb)
 		}
 		for _, it := range taken {
 			it.release()
@@ -309,7 +309,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 	if tb != nil {
 		b.Fill = pk.finish()
 		b.Tokens = tb.tokens
-		b.free = func() { l.tokBufs <- tb }
+		b.free = func() { l.putTokBuf(tb) }
 		return b, nil
 	}
 	if len(taken) > 0 {

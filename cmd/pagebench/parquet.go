@@ -62,7 +62,7 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Rank, "rank", 0, "rank")
 	fs.IntVar(&cfg.World, "world", 1, "world size")
 	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
-	fs.StringVar(&cfg.IOEngine, "ioengine", "io_uring", "io_uring|psync|mmap")
+	fs.StringVar(&cfg.IOEngine, "ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
 	fs.StringVar(&cfg.Engine, "engine", "pagefeed", "pagefeed|arrowgo")
 	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
