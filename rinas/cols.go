@@ -316,9 +316,10 @@ func (l *Loader) planSides(u *unit, r0, r1 int64) {
 	}
 }
 
-// decodeSides decodes u's side pages (held in u.data) and cuts, for every
-// lead page kept, each side's rows of it into u.segs. rows gives the
-// chunk-relative rows [lo, hi) of the lead's k-th kept page.
+// decodeSides decodes u's side pages (held in u.data, or taken from the
+// side cache) and cuts, for every lead page kept (its rows follow u.r0 in
+// order; in row mode the one row u.r0), each side's rows of it into
+// u.segs. dicts holds each projected column's dictionary.
 func (l *Loader) decodeSides(dec *codec.Decoder, u *unit, dicts []*codec.Dictionary, read readFunc) error {
 	if len(l.sides) == 0 {
 		return nil
