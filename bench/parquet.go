@@ -74,6 +74,8 @@ type ParquetConfig struct {
 	Epoch   uint64
 	Rank    int
 	World   int
+	// DropLast, PadLast, KeepUneven and Deterministic are rinas.Config's.
+	DropLast, PadLast, KeepUneven, Deterministic bool
 	// DumpOrder writes every delivered page (row mode: "page row") in
 	// delivery order, one per line.
 	DumpOrder string
@@ -310,6 +312,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
+		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven, Deterministic: cfg.Deterministic,
 		// --iodepth is the depth of the whole run, as fio's is for one
 		// job: the workers' rings share it.
 		IODepth: cfg.IODepth,

@@ -296,6 +296,7 @@ func TestMultiColumnWorlds(t *testing.T) {
 			for rank := 0; rank < world; rank++ {
 				cfg := multiConfig(paths, "id", "input_ids", "text")
 				cfg.Shuffle, cfg.Rank, cfg.World = sh, rank, world
+				cfg.KeepUneven = true // every row once over the ranks, uneven steps
 				l, err := Open(context.Background(), cfg)
 				if err != nil {
 					t.Fatal(err)
@@ -516,6 +517,7 @@ func TestMultiColumnReshard(t *testing.T) {
 		for rank := 0; rank < 2; rank++ {
 			cfg := multiConfig(paths, "id", "input_ids", "text")
 			cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = rank, 2, rows, rows*4
+			cfg.KeepUneven = true
 			l, err := Open(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -532,6 +534,7 @@ func TestMultiColumnReshard(t *testing.T) {
 		for rank, st := range next {
 			cfg := multiConfig(paths, "id", "input_ids", "text")
 			cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows, cfg.Resume = rank, 3, rows, rows*4, st
+			cfg.KeepUneven = true
 			l, err := Open(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -541,5 +544,45 @@ func TestMultiColumnReshard(t *testing.T) {
 			l.Close()
 		}
 		checkOnce(t, keys, ix)
+	}
+}
+
+// TestMultiColumnDropLast: with the default DropLast every rank of a
+// world gets as many batches, no row twice, all columns matching the file.
+func TestMultiColumnDropLast(t *testing.T) {
+	paths := multiDataset(t, "mixed")
+	ref := reference(t, paths)
+	seen := map[rowKey]bool{}
+	var batches []int
+	for rank := 0; rank < 3; rank++ {
+		cfg := multiConfig(paths, "id", "input_ids", "text")
+		cfg.Rank, cfg.World = rank, 3
+		l, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for {
+			b, err := l.Next(context.Background())
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range collectRows(t, l, ref, b) {
+				if seen[k] {
+					t.Fatalf("row %v twice", k)
+				}
+				seen[k] = true
+			}
+			b.Release()
+			n++
+		}
+		batches = append(batches, n)
+		l.Close()
+	}
+	if batches[0] != batches[1] || batches[1] != batches[2] || batches[0] == 0 {
+		t.Fatalf("batches per rank %v", batches)
 	}
 }

@@ -23,6 +23,9 @@ type unit struct {
 	first int   // first global page read
 	n     int   // pages read
 	row   int32 // row mode: the row within the page; -1 all
+	// limit is how many of the unit's rows are delivered, -1 all: the
+	// last unit of a share cut for equal steps (Config.DropLast, PadLast).
+	limit int64
 	// keep is how many leading pages deliver rows (the rest only complete
 	// the last row); rowgroup units keep all.
 	keep int
@@ -102,6 +105,26 @@ func (fb *fetchBatch) releasePages() {
 	}
 }
 
+// identity lists unit indexes in plan order (Config.Deterministic).
+var identity = func() []int32 {
+	o := make([]int32, 1<<16)
+	for i := range o {
+		o[i] = int32(i)
+	}
+	return o
+}()
+
+// arrivals returns the order in which the consumer takes in fb's units:
+// their landing order, or with Config.Deterministic their plan order
+// (fb is handed over once every unit has landed, so reads still complete
+// in any order inside the fetch window).
+func (l *Loader) arrivals(fb *fetchBatch) []int32 {
+	if l.cfg.Deterministic {
+		return identity
+	}
+	return fb.order
+}
+
 // recycle returns a consumed fetch batch to the producer.
 func (l *Loader) recycle(fb *fetchBatch) {
 	fb.releasePages()
@@ -136,7 +159,7 @@ func splitTag(tag uint64) (fb, u, k int) {
 
 // produce schedules every unit of the loader's epochs, batch by batch. It
 // is the only goroutine that opens files and makes chunks.
-func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uint64) {
+func (l *Loader) produce(epoch uint64, sh perm.Shard, lastRows int64, done uint64, exclude []uint64) {
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
@@ -171,6 +194,9 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 					l.perr = err
 					l.free <- fb
 					return
+				}
+				if j == n {
+					fb.units[fb.n].limit = lastRows
 				}
 				fb.n++
 			}
@@ -215,27 +241,21 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
-		var err error
-		if sh, err = l.perm(epoch).Shard(0, l.cfg.Rank, l.cfg.World); err != nil {
+		sh2, ep, err := l.planEpoch(epoch, 0, false)
+		if err != nil {
 			l.perr = err
 			return
 		}
-		done, exclude = 0, nil
+		sh, lastRows, done, exclude = sh2, ep.lastRows, 0, nil
 	}
 }
 
 // fillUnit describes the unit at global position pos.
 func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
-	u.pos, u.row, u.err = pos, -1, nil
+	u.pos, u.row, u.err, u.limit = pos, -1, nil, -1
 	u.got.Store(0)
 	u.pages = u.pages[:0]
-	var item uint64
-	switch l.cfg.Shuffle {
-	case ShuffleNone, ShuffleStream:
-		item = pos
-	default:
-		item = sh.Perm.At(pos)
-	}
+	item := l.item(sh, pos)
 	switch l.cfg.Shuffle {
 	case ShuffleRowGroup:
 		c := l.ix.Chunk(l.lead, int(item))

@@ -2,8 +2,6 @@ package rinas
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +54,14 @@ type Stats struct {
 	// (Config.CoalesceBytes).
 	Reads          int64
 	CoalescedPages int64
-	IndexBuildNs   int64
+	// DroppedRows counts the rows of this rank's share that the epochs
+	// begun so far leave out to give every rank the same steps
+	// (Config.DropLast; tokens output: also the rows past Len's last
+	// batch); PaddedRows the rows repeated for it (Config.PadLast). Rows
+	// of pages whose row count the index does not know count 0.
+	DroppedRows  int64
+	PaddedRows   int64
+	IndexBuildNs int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -90,6 +95,9 @@ type Loader struct {
 	sideMean  float64
 	maxRun    int
 	dataset   string
+	fileSums  string    // State.Files: each file's digest
+	pageRows  []int32   // page units: rows starting in each page (-1 unknown)
+	pageTok   []float64 // tokens output: estimated tokens of each page
 
 	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
 	chunks  []*codec.Chunk // lazily made by the producer
@@ -116,17 +124,20 @@ type Loader struct {
 	pdone  chan struct{} // closed when the producer returns
 
 	// consumer state
-	epoch   uint64
-	shard   perm.Shard
-	done    uint64      // shard units taken in
-	exclude []uint64    // positions beyond done taken in (resume)
-	waiting *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err     error       // sticky: the epoch failed
-	cur     *fetchBatch // row batches: the batch whose units are being taken in
-	curNext int         // next arrival index of cur to take in
-	atEnd   bool        // row batches: the epoch's units are all taken in
-	rows    rowStream
-	tokBufs chan *tokenBuf
+	epoch     uint64
+	shard     perm.Shard
+	ep        epochPlan   // the current epoch's share
+	resharded bool        // the current epoch resumed from a Reshard state
+	batches   int64       // batches delivered in the current epoch
+	done      uint64      // shard units taken in
+	exclude   []uint64    // positions beyond done taken in (resume)
+	waiting   *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err       error       // sticky: the epoch failed
+	cur       *fetchBatch // row batches: the batch whose units are being taken in
+	curNext   int         // next arrival index of cur to take in
+	atEnd     bool        // row batches: the epoch's units are all taken in
+	rows      rowStream
+	tokBufs   chan *tokenBuf
 	// tokMu orders token buffers coming back (Batch.Release, from any
 	// goroutine) against Close: once tokClosed is set, a buffer coming
 	// back is unmapped instead of parked. tokMapped counts the mapped ones.
@@ -164,6 +175,9 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
+	if err := l.planInit(); err != nil {
+		return nil, err
+	}
 	if err := l.openEngine(); err != nil {
 		return nil, err
 	}
@@ -173,7 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
-	go l.produce(l.epoch, l.shard, l.done, l.exclude)
+	go l.produce(l.epoch, l.shard, l.ep.lastRows, l.done, l.exclude)
 	ok = true
 	return l, nil
 }
@@ -205,24 +219,19 @@ func (l *Loader) openIndex(ctx context.Context) error {
 	col := l.ix.Column(l.lead)
 	if l.cfg.Output == OutputTokens {
 		d := col.Descr
-		if d.PhysicalType().String() != "INT32" || d.MaxRepetitionLevel() > 1 {
-			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs int32 or list<int32> columns only",
+		if pt := d.PhysicalType().String(); (pt != "INT32" && pt != "INT64") || d.MaxRepetitionLevel() > 1 {
+			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs integer columns (int32, int64, uint16, uint32) or lists of them only",
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	h := sha256.New()
-	for i := 0; i < l.ix.NumFiles(); i++ {
-		f := l.ix.File(i)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
-	}
-	fmt.Fprintf(h, "%s", col.Path)
+	name := col.Path
 	if len(l.proj) > 1 {
 		// The whole projection, and which column led the spans.
 		for _, k := range l.proj {
-			fmt.Fprintf(h, "\x00%s", l.ix.Column(k).Path)
+			name += "\x00" + l.ix.Column(k).Path
 		}
 	}
-	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
+	l.dataset, l.fileSums = fingerprint(l.ix, name)
 	return nil
 }
 
@@ -450,7 +459,7 @@ func (l *Loader) openEngine() error {
 	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
 	tokBytes := int64(0)
 	if l.cfg.Output == OutputTokens {
-		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * 4 * int64(l.cfg.Prefetch+2)
+		tokBytes = int64(tokenBufBytes(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)) * int64(l.cfg.Prefetch+2)
 	}
 	// Pages are decoded as they land and held until their batch is
 	// released: the window read ahead, the batch being filled and the
@@ -559,7 +568,7 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Output == OutputTokens {
 		l.tokBufs = make(chan *tokenBuf, l.cfg.Prefetch+2)
 		for i := 0; i < l.cfg.Prefetch+2; i++ {
-			b, err := newTokenBuf(l.cfg.BatchRows, l.cfg.SeqLen)
+			b, err := newTokenBufW(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)
 			if err != nil {
 				return err
 			}
@@ -583,11 +592,10 @@ func (l *Loader) perm(epoch uint64) perm.Perm {
 func (l *Loader) startEpoch(s *State) error {
 	if s == nil {
 		l.epoch = l.cfg.Epoch
-		sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
-		if err != nil {
+		if err := l.beginEpoch(0, false); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		l.shard, l.done, l.exclude = sh, 0, nil
+		l.done, l.exclude = 0, nil
 		return nil
 	}
 	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
@@ -614,15 +622,15 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch++
 		start, done = 0, 0
 	}
-	sh, err := l.perm(l.epoch).Shard(start, l.cfg.Rank, l.cfg.World)
-	if err != nil {
+	if err := l.beginEpoch(start, s.Resharded && !s.EpochEnd); err != nil {
 		return fmt.Errorf("%w: %v", ErrState, err)
 	}
-	l.shard, l.done = sh, done
+	l.done = done
 	if !s.EpochEnd {
+		l.batches = int64(s.Batches)
 		l.exclude = slices.Clone(s.Exclude) // increasing (checkState)
 		l.rows.rng = splitmix(s.RNG)
-		if err := l.rows.restore(s.Pending); err != nil {
+		if err := l.rows.restore(s.Pending, s.Flushed); err != nil {
 			return err
 		}
 	}
@@ -647,6 +655,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if err == nil {
 		l.stats.Batches++
 		l.stats.Rows += int64(b.Rows)
+		l.batches++
 	}
 	return b, err
 }
@@ -713,11 +722,28 @@ func (l *Loader) endEpoch() error {
 		return io.EOF
 	}
 	l.epoch++
-	sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
+	if err := l.beginEpoch(0, false); err != nil {
+		return err
+	}
+	l.done, l.exclude = 0, nil
+	return nil
+}
+
+// beginEpoch plans the consumer's epoch l.epoch from position start.
+func (l *Loader) beginEpoch(start uint64, resharded bool) error {
+	sh, ep, err := l.planEpoch(l.epoch, start, resharded)
 	if err != nil {
 		return err
 	}
-	l.shard, l.done, l.exclude = sh, 0, nil
+	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, resharded
+	l.stats.DroppedRows += ep.dropped
+	l.stats.PaddedRows += ep.padded
+	switch {
+	case ep.dropped > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d leaves out %d rows so that every rank takes %d steps (DropLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.dropped, ep.steps)
+	case ep.padded > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d repeats %d rows so that every rank takes %d steps (PadLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.padded, ep.steps)
+	}
 	return nil
 }
 
@@ -736,7 +762,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		arrs := make([]arrow.Array, 0, fb.n)
 		var segs [][]arrow.Array
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
-		for _, ui := range fb.order[:fb.n] {
+		for _, ui := range l.arrivals(fb)[:fb.n] {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
@@ -763,27 +789,28 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
-	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
+	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
-		RNG: uint64(l.rows.rng)}
+		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded}
 	if len(l.proj) > 1 {
 		s.Columns, s.Lead = l.projNames(), l.ix.Column(l.lead).Path
 	}
 	if l.finished {
 		s.EpochEnd = true
-		s.Done = 0
+		s.Done, s.Batches = 0, 0
 		return s
 	}
 	s.Exclude = slices.Clone(l.exclude)
 	if fb := l.cur; fb != nil {
 		// Units of the batch being taken in: those already taken.
-		for _, ui := range fb.order[:l.curNext] {
+		for _, ui := range l.arrivals(fb)[:l.curNext] {
 			s.Exclude = append(s.Exclude, fb.units[ui].pos)
 		}
 		s.Done = fb.j0
 		slices.Sort(s.Exclude)
 	}
 	s.Pending = l.rows.pending()
+	s.Flushed = l.atEnd && len(s.Pending) > 0
 	return s
 }
 
