@@ -277,3 +277,19 @@ def test_state_is_json(corpus):
         next(l)
         st = l.state_dict()
     assert json.loads(json.dumps(st)) == st and st["world"] == 1
+
+
+@pytest.mark.parametrize("kw", [dict(batch_rows=7), dict(batch_pages=3)])
+def test_several_columns_row_aligned(corpus, kw):
+    """Every column of a batch holds the same rows: each id's document
+    starts with the id's caption number ("doc <id> ...")."""
+    n = 0
+    with pagefeed.Loader(corpus, columns=["id", "input_ids", "text"], **kw) as l:
+        for b in l:
+            c = b.columns
+            assert b.names() == ["id", "input_ids", "text"]
+            assert len(c["id"]) == len(c["input_ids"]) == len(c["text"]) == b.num_rows
+            for i, t in zip(c["id"].tolist(), c["text"].to_pylist()):
+                assert t is None or t.startswith("doc %d " % i)
+            n += b.num_rows
+    assert n == ROWS
