@@ -20,61 +20,25 @@ func (e *Engine) Open(path string) (*File, error) {
 	if e.closing.Load() {
 		return nil, &Error{Op: "open", Path: path, Err: ErrClosed}
 	}
-	flags := unix.O_RDONLY | unix.O_CLOEXEC
-	direct := e.opts.Direct != Off
-	fd, err := openFile(path, flags|pick(direct, unix.O_DIRECT, 0))
-	if err == unix.EINVAL && direct {
-		if e.opts.Direct == On {
-			return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("O_DIRECT refused: %w", err)}
-		}
-		direct = false
-		fd, err = openFile(path, flags)
-		if err == nil {
-			var st unix.Stat_t
-			dev := uint64(0)
-			if unix.Fstat(fd, &st) == nil {
-				dev = st.Dev
-			}
-			e.notice("buffered:"+strconv.FormatUint(dev, 10),
-				"O_DIRECT refused by the file system of %s (EINVAL): buffered reads for its files", path)
-		}
-	}
+	f, dev, err := openPath(path, e.opts.Direct)
 	if err != nil {
-		return nil, &Error{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_SIZE|unix.STATX_TYPE|unix.STATX_DIOALIGN, &stx); err != nil {
-		unix.Close(fd)
-		return nil, &Error{Op: "statx", Path: path, Err: err}
+	if dev != nil {
+		e.notice("buffered:"+strconv.FormatUint(*dev, 10),
+			"O_DIRECT refused by the file system of %s (EINVAL): buffered reads for its files", path)
 	}
-	if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
-		unix.Close(fd)
-		return nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
+	if f.direct && f.offAlign > e.opts.SlotSize {
+		unix.Close(f.fd)
+		return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
+			ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
 	}
-	size := int64(stx.Size)
-	if stx.Mode&unix.S_IFMT == unix.S_IFBLK {
-		// A block device's size is not in st_size.
-		n, err := blockDeviceSize(fd)
-		if err != nil {
-			unix.Close(fd)
-			return nil, &Error{Op: "ioctl BLKGETSIZE64", Path: path, Err: err}
-		}
-		size = n
-	}
-	f := &File{e: e, path: path, size: size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	f.e = e
 	f.cond = sync.NewCond(&f.mu)
-	if direct {
-		f.offAlign, f.memAlign = dioAlign(&stx)
-		if f.memAlign > slotAlign || f.offAlign > e.opts.SlotSize {
-			unix.Close(fd)
-			return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
-				ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
-		}
-	}
 	e.filesMu.Lock()
 	if e.closing.Load() {
 		e.filesMu.Unlock()
-		unix.Close(fd)
+		unix.Close(f.fd)
 		return nil, &Error{Op: "open", Path: path, Err: ErrClosed}
 	}
 	if n := len(e.regFree); n > 0 {
@@ -84,6 +48,76 @@ func (e *Engine) Open(path string) (*File, error) {
 	e.files[f] = struct{}{}
 	e.filesMu.Unlock()
 	return f, nil
+}
+
+// OpenFile opens path for synchronous reads (File.ReadAt, File.ReadSpan)
+// without an engine: O_DIRECT as direct says (TryOn falls back to buffered
+// reads where the file system refuses it, silently: File.Direct says which),
+// with the alignment statx reports. Requests for the file on an engine's
+// queue fail with ErrInvalid. Close it with File.Close.
+func OpenFile(path string, direct Tristate) (*File, error) {
+	f, _, err := openPath(path, direct)
+	if err != nil {
+		return nil, err
+	}
+	f.cond = sync.NewCond(&f.mu)
+	return f, nil
+}
+
+// openPath opens path as mode says and reads its size and direct-I/O
+// alignment. fellBack, when not nil, is the device whose file system
+// refused O_DIRECT, so that TryOn fell back to buffered reads.
+func openPath(path string, mode Tristate) (f *File, fellBack *uint64, err error) {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
+	direct := mode != Off
+	fd, err := openFile(path, flags|pick(direct, unix.O_DIRECT, 0))
+	if err == unix.EINVAL && direct {
+		if mode == On {
+			return nil, nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("O_DIRECT refused: %w", err)}
+		}
+		direct = false
+		fd, err = openFile(path, flags)
+		if err == nil {
+			var st unix.Stat_t
+			dev := uint64(0)
+			if unix.Fstat(fd, &st) == nil {
+				dev = st.Dev
+			}
+			fellBack = &dev
+		}
+	}
+	if err != nil {
+		return nil, nil, &Error{Op: "open", Path: path, Err: err}
+	}
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_SIZE|unix.STATX_TYPE|unix.STATX_DIOALIGN, &stx); err != nil {
+		unix.Close(fd)
+		return nil, nil, &Error{Op: "statx", Path: path, Err: err}
+	}
+	if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
+		unix.Close(fd)
+		return nil, nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
+	}
+	size := int64(stx.Size)
+	if stx.Mode&unix.S_IFMT == unix.S_IFBLK {
+		// A block device's size is not in st_size.
+		n, err := blockDeviceSize(fd)
+		if err != nil {
+			unix.Close(fd)
+			return nil, nil, &Error{Op: "ioctl BLKGETSIZE64", Path: path, Err: err}
+		}
+		size = n
+	}
+	f = &File{path: path, size: size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	if direct {
+		f.offAlign, f.memAlign = dioAlign(&stx)
+		if f.memAlign > slotAlign {
+			unix.Close(fd)
+			return nil, nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
+				ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
+		}
+	}
+	return f, fellBack, nil
 }
 
 func pick(c bool, a, b int) int {

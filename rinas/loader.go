@@ -437,10 +437,7 @@ func (l *Loader) openEngine() error {
 				}
 			}
 		}
-		var err error
-		if l.direct, err = newDirectReader(span); err != nil {
-			return err
-		}
+		l.direct = newDirectReader(span, l.cfg.Engine.Direct)
 	}
 	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
