@@ -376,7 +376,9 @@ func engineInfo(i engine.Info) string {
 
 // buildIndex indexes the baselines' dataset for the configured column.
 func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult) (*index.Index, error) {
-	opts := index.Options{Logf: cfg.Logf}
+	rd := engine.OpenBatchReader(0, cfg.Logf)
+	defer rd.Close()
+	opts := index.Options{Logf: cfg.Logf, Reader: rd}
 	if cfg.Column != "" {
 		opts.Columns = []string{cfg.Column}
 	}

@@ -25,9 +25,11 @@ type Options struct {
 	// or top-level field names ("input_ids", meaning all its leaves). Empty
 	// means every leaf column.
 	Columns []string
-	// Reader does the batched reads; default: an EngineReader over an
-	// engine Build starts and closes (io_uring, falling back to pread).
-	Reader BatchReader
+	// Reader does the batched reads; Build never starts an engine of its
+	// own. Default: an engine.PreadReader with Parallelism goroutines.
+	// Callers that index many files pass engine.OpenBatchReader's reader
+	// (io_uring) or a RangeReader over their own engine.
+	Reader engine.BatchReader
 	// Sidecar is the sidecar file; default SidecarPath(paths, Columns).
 	Sidecar string
 	// NoSidecar neither reads nor writes a sidecar.
@@ -35,7 +37,8 @@ type Options struct {
 	// Logf gets notices (skipped files, sidecar rebuilds); default stderr.
 	Logf func(format string, args ...any)
 	// Parallelism bounds the reads in flight of the default reader; default
-	// max(8, 2*GOMAXPROCS).
+	// max(8, 2*GOMAXPROCS). Callers starting an engine.OpenBatchReader
+	// for Build pass it the same figure.
 	Parallelism int
 	// HeaderWalk ignores offset indexes and walks page headers everywhere
 	// (tests, and files whose offset indexes are suspect).
@@ -51,16 +54,15 @@ type Options struct {
 	// full parallelism; the index does not depend on it. Default: a
 	// quarter of the soft RLIMIT_NOFILE (256 under 1024), at least 8,
 	// leaving the rest to the caller (rinas's file cache takes half).
-	// The default readers hold one descriptor per file, plus one for a
-	// range longer than the engine's slot.
+	// The engine's readers hold one descriptor per file.
 	MaxOpenFiles int
 }
 
 const (
 	defaultWalkRead = 64 << 10
-	maxHeaderRead   = 16 << 20          // a page header larger than this is corrupt
-	coalesceGap     = 64 << 10          // offset indexes closer than this share a read
-	coalesceMax     = engineSlot - 8192 // one engine read
+	maxHeaderRead   = 16 << 20                     // a page header larger than this is corrupt
+	coalesceGap     = 64 << 10                     // offset indexes closer than this share a read
+	coalesceMax     = engine.ReaderSlotSize - 8192 // one read of OpenBatchReader's engine
 )
 
 func (o Options) fill(paths []string) Options {
@@ -93,23 +95,6 @@ func nofileBudget() int {
 // footerTailRead is the first read at the end of each file: most footers fit
 // in it. A variable for tests.
 var footerTailRead = 64 << 10
-
-// defaultReader starts the reader Build uses when Options.Reader is nil:
-// an EngineReader (io_uring, or the engine's own pread pool), or where the
-// engine cannot start at all, a PreadReader. close releases it.
-func defaultReader(o Options) (r BatchReader, close func()) {
-	er, err := NewEngineReader(engine.Options{
-		Kind:       engine.Auto,
-		QueueDepth: min(max(64, o.Parallelism), 256),
-		SlotSize:   engineSlot,
-		Logf:       o.Logf,
-	})
-	if err != nil {
-		o.Logf("engine unavailable (%v): reading with pread", err)
-		return &PreadReader{Parallelism: o.Parallelism}, func() {}
-	}
-	return er, func() { er.Close() }
-}
 
 // Build indexes the Parquet files named by paths (files, directories walked
 // recursively, or glob patterns) for the projection opts.Columns.
@@ -145,7 +130,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		lopts := opts
 		if !userReader {
 			// one footer to read: not worth starting an engine
-			lopts.Reader = &PreadReader{Parallelism: 1}
+			lopts.Reader = &engine.PreadReader{Parallelism: 1}
 		}
 		ix, status, err := loadSidecar(ctx, scPath, files, lopts)
 		if err != nil && ix != nil {
@@ -164,9 +149,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	}
 
 	if !userReader {
-		r, done := defaultReader(opts)
-		defer done()
-		opts.Reader = r
+		opts.Reader = &engine.PreadReader{Parallelism: opts.Parallelism}
 	}
 	b := &builder{opts: opts, files: files}
 	b.reuseFrom(old)
@@ -617,7 +600,7 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 // adjacent; a file named again further on counts again, so no chunk names
 // more files than the budget. When a chunk cannot be attempted (ctx done,
 // reader closed), the ranges after it get its error and readBatch returns.
-func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error {
+func (b *builder) readBatch(ctx context.Context, rs []engine.Range, fn func(i int, data []byte, err error)) error {
 	budget := b.opts.MaxOpenFiles
 	if budget <= 0 {
 		budget = nofileBudget() // a builder made without fill
@@ -659,7 +642,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 	}
 	errs := make([]error, n)
 	need := make([]int, n)
-	var rs []Range
+	var rs []engine.Range
 	var sel []int // files whose footers are read
 	for i, f := range b.files {
 		if i > 0 && b.isReused(i) {
@@ -667,10 +650,10 @@ func (b *builder) readFooters(ctx context.Context) error {
 		}
 		l := int64(footerTailRead)
 		l = min(l, f.Size)
-		rs = append(rs, Range{Path: f.Path, Off: f.Size - l, Len: int(l)})
+		rs = append(rs, engine.Range{Path: f.Path, Off: f.Size - l, Len: int(l)})
 		sel = append(sel, i)
 	}
-	parse := func(i int, r Range, data []byte, err error) {
+	parse := func(i int, r engine.Range, data []byte, err error) {
 		f := &b.files[i]
 		if err != nil {
 			errs[i] = err
@@ -695,12 +678,12 @@ func (b *builder) readFooters(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var again []Range
+	var again []engine.Range
 	var idx []int
 	for i, nd := range need {
 		if nd > 0 && errs[i] == nil {
 			f := b.files[i]
-			again = append(again, Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
+			again = append(again, engine.Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
 			idx = append(idx, i)
 		}
 	}
@@ -763,9 +746,9 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 	if len(groups) == 0 {
 		return nil
 	}
-	rs := make([]Range, len(groups))
+	rs := make([]engine.Range, len(groups))
 	for i, g := range groups {
-		rs[i] = Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
+		rs[i] = engine.Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
 	}
 	errs := make([]error, len(groups))
 	err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {
@@ -895,11 +878,11 @@ func (b *builder) walkHeaders(ctx context.Context) error {
 			ws = append(ws, &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, v1rows: b.metas[f].maxRep[k] == 0})
 		}
 	}
-	var rs []Range
+	var rs []engine.Range
 	for len(ws) > 0 {
 		rs = rs[:0]
 		for _, w := range ws {
-			rs = append(rs, Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
+			rs = append(rs, engine.Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
 		}
 		errs := make([]error, len(ws))
 		err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {

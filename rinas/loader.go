@@ -138,6 +138,11 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		if len(l.cfg.Columns) > 0 {
 			opts.Columns = l.cfg.Columns
 		}
+		if opts.Reader == nil {
+			r := engine.OpenBatchReader(opts.Parallelism, opts.Logf)
+			defer r.Close()
+			opts.Reader = r
+		}
 		ix, err := index.Build(ctx, l.cfg.Paths, opts)
 		if err != nil {
 			return err
