@@ -1,10 +1,10 @@
-# pagefeed — see README.md. Targets: build test demo bench fuzz clean.
+# pagefeed — see README.md. Targets: build test demo bench results fuzz clean.
 GO        ?= go
 BIN       := bin
 FUZZTIME  ?= 30s
 DEMO_DIR  ?= demo-data
 
-.PHONY: all build test vet fmtcheck demo bench fuzz clean
+.PHONY: all build test vet fmtcheck demo bench results fuzz clean soak
 
 all: build
 
@@ -30,6 +30,11 @@ demo: build
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 	scripts/bench.sh
+
+# results: the benchmarks this machine can run, as one table in
+# docs/results.md stamped with date, commit and machine.
+results: build
+	scripts/results.sh
 
 # fuzz: every fuzz target for FUZZTIME each.
 fuzz:

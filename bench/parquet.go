@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/index/perm"
 	"github.com/pagefeed/pagefeed/internal/procstat"
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
@@ -418,7 +418,6 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 		}
 		maps[i] = m
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -444,7 +443,7 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 			g := int(sh.At(j))
 			loc := ix.Locate(0, g)
 			ci := ix.Chunk(0, loc.Chunk)
-			ch := &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: ix.File(loc.File).Path, Column: col.Path}
+			ch := codec.ChunkOf(ci.Descr, ci.Codec, ix.File(loc.File).Path, nil)
 			m := maps[loc.File]
 			d := dicts[loc.Chunk]
 			if d == nil && ci.DictSize > 0 {
@@ -583,7 +582,7 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			chunked.Release()
 			res.BatchLat.Record(time.Since(t0).Nanoseconds())
 			res.Batches++
-			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
+			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
 				res.DiskBytes += cc.TotalCompressedSize()
 				res.DecodedBytes += cc.TotalUncompressedSize()
 			}
@@ -701,85 +700,68 @@ func engineStatsLine(st *engine.Stats, workers int, el time.Duration) string {
 
 func fmtBytesRate(bps float64) string { return fmtBytes(bps, true) + "/s" }
 
-// expandParquet resolves globs and directories to Parquet files.
+// expandParquet lists the dataset's files as the index and the loader
+// read them (index.ExpandPaths), so a run evicts and measures exactly the
+// files it reads.
 func expandParquet(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		matches, err := filepath.Glob(p)
-		if err != nil {
-			return nil, &Error{Op: "glob", Path: p, Err: err}
-		}
-		if len(matches) == 0 {
-			return nil, &Error{Op: "open", Path: p, Err: os.ErrNotExist}
-		}
-		out = append(out, matches...)
+	infos, err := index.ExpandPaths(paths, nil)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	files := make([]string, len(infos))
+	for i, fi := range infos {
+		files[i] = fi.Path
+	}
+	return files, nil
 }
 
 // evictCache drops the dataset's clean pages from the page cache, so a
 // run starts cold and page-cache growth is measured from zero.
-func evictCache(paths []string) {
-	for _, p := range paths {
-		walkFiles(p, func(path string) {
-			if f, err := os.Open(path); err == nil {
-				_ = unix.Fdatasync(int(f.Fd()))
-				_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
-				f.Close()
-			}
-		})
+func evictCache(files []string) {
+	for _, path := range files {
+		if f, err := os.Open(path); err == nil {
+			dropCache(int(f.Fd()))
+			f.Close()
+		}
 	}
 }
 
 // residentBytes sums the dataset's bytes in the page cache (mincore).
-func residentBytes(paths []string) int64 {
+func residentBytes(files []string) int64 {
 	var total int64
-	page := int64(os.Getpagesize())
-	for _, p := range paths {
-		walkFiles(p, func(path string) {
-			f, err := os.Open(path)
-			if err != nil {
-				return
-			}
-			defer f.Close()
-			st, err := f.Stat()
-			if err != nil || st.Size() == 0 {
-				return
-			}
-			m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
-			if err != nil {
-				return
-			}
-			defer unix.Munmap(m)
-			vec := make([]byte, (st.Size()+page-1)/page)
-			if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-				return
-			}
-			for _, v := range vec {
-				if v&1 != 0 {
-					total += page
-				}
-			}
-		})
+	for _, path := range files {
+		total += residentFile(path)
 	}
 	return total
 }
 
-func walkFiles(p string, fn func(string)) {
-	st, err := os.Stat(p)
+func residentFile(path string) int64 {
+	page := int64(os.Getpagesize())
+	f, err := os.Open(path)
 	if err != nil {
-		return
+		return 0
 	}
-	if !st.IsDir() {
-		fn(p)
-		return
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0
 	}
-	_ = filepath.WalkDir(p, func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".parquet") {
-			fn(path)
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return 0
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (st.Size()+page-1)/page)
+	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+		return 0
+	}
+	var n int64
+	for _, v := range vec {
+		if v&1 != 0 {
+			n += page
 		}
-		return nil
-	})
+	}
+	return n
 }
 
 type usage struct {
@@ -817,16 +799,7 @@ func sampleRSS(out *[]int64) (stop func()) {
 }
 
 func affinity() []int {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil {
-		return nil
-	}
-	var cpus []int
-	for i := 0; i < runtime.NumCPU()*2 && i < 1024; i++ {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
+	cpus, _ := pin.Current()
 	return cpus
 }
 
@@ -847,7 +820,6 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		b    []byte
 		off  int64
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -869,7 +841,7 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		}
 		ch := chunks[loc.Chunk]
 		if ch == nil {
-			ch = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: path, Column: col.Path}
+			ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
 			chunks[loc.Chunk] = ch
 			if ci.DictSize > 0 {
 				b, err := read(ci.DictOffset, int(ci.DictSize))

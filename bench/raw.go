@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -254,7 +253,7 @@ func waitChan(wg *sync.WaitGroup) <-chan struct{} {
 	return ch
 }
 
-func tvNs(tv unix.Timeval) int64 { return tv.Sec*1e9 + tv.Usec*1e3 }
+func tvNs(tv unix.Timeval) int64 { return int64(tv.Sec)*1e9 + int64(tv.Usec)*1e3 }
 
 // sample records each clone's bandwidth and IOPS every sampleEvery after
 // ramp_time and writes the status line about once a second.
@@ -444,22 +443,6 @@ func prepareTarget(path string, want int64, job *Job, stderr io.Writer) (int64, 
 	return want, nil
 }
 
-// dioAlign returns the O_DIRECT offset alignment of path from statx
-// STATX_DIOALIGN, or 4096 where the kernel or file system does not say.
-func dioAlign(path string) (int, string, error) {
-	var stx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &stx)
-	if err != nil || stx.Mask&unix.STATX_DIOALIGN == 0 {
-		return 4096, "default; statx DIOALIGN unavailable", nil
-	}
-	if stx.Dio_offset_align == 0 {
-		return 0, "", &Error{Op: "open", Path: path, Off: -1,
-			Err: fmt.Errorf("%w: the file system does not support O_DIRECT here (statx DIOALIGN is 0); use --direct=0", ErrAlignment)}
-	}
-	a := int(max(stx.Dio_offset_align, stx.Dio_mem_align))
-	return a, "statx DIOALIGN", nil
-}
-
 // layoutChunk is the write size used to lay out files.
 const layoutChunk = 1 << 20
 
@@ -497,18 +480,4 @@ func layout(path string, cur, size int64, name string, stderr io.Writer) error {
 		return &Error{Op: "layout", Path: path, Off: -1, Err: err}
 	}
 	return nil
-}
-
-// blockDeviceSize returns the size of the block device at path.
-func blockDeviceSize(path string) (int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, &Error{Op: "open", Path: path, Off: -1, Err: err}
-	}
-	defer f.Close()
-	var n uint64
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, f.Fd(), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&n))); e != 0 {
-		return 0, &Error{Op: "ioctl BLKGETSIZE64", Path: path, Off: -1, Err: e}
-	}
-	return int64(n), nil
 }

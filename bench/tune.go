@@ -142,16 +142,8 @@ func (c *TuneConfig) NumPoints() int {
 
 func (c *TuneConfig) checkInput() error {
 	if c.parquet() {
-		files, err := expandParquet(c.Parquet)
-		if err != nil {
-			return err
-		}
-		for _, f := range files {
-			if _, err := os.Stat(f); err != nil {
-				return &Error{Op: "stat", Path: f, Off: -1, Err: err}
-			}
-		}
-		return nil
+		_, err := expandParquet(c.Parquet) // stats every file
+		return err
 	}
 	st, err := os.Stat(c.Filename)
 	switch {

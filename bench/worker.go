@@ -319,7 +319,7 @@ func (w *worker) runPsync() {
 	defer runtime.UnlockOSThread()
 	flags := unix.O_RDONLY | unix.O_CLOEXEC
 	if w.job.Direct {
-		flags |= unix.O_DIRECT
+		flags |= oDirect
 	}
 	defer func() {
 		for i := range w.files {
@@ -385,7 +385,7 @@ func preadFull(fd int, p []byte, off int64) (int, error) {
 		// The thread is locked and the loop does not allocate, so the only
 		// cost is a GC stop-the-world waiting for one read.
 		q := p[n:]
-		r, _, errno := unix.RawSyscall6(unix.SYS_PREAD64, uintptr(fd), uintptr(unsafe.Pointer(&q[0])), uintptr(len(q)), uintptr(off+int64(n)), 0, 0)
+		r, _, errno := unix.RawSyscall6(sysPread, uintptr(fd), uintptr(unsafe.Pointer(&q[0])), uintptr(len(q)), uintptr(off+int64(n)), 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}

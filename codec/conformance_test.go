@@ -1,10 +1,8 @@
-package codec
+package codec_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,13 +10,12 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-)
 
-const testingData = "../../shared/parquet-testing/data"
+	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/codec/codectest"
+)
 
 // expectedUnsupported lists the columns of parquet-testing that codec
 // refuses, with the reason (a substring of the error). Everything else must
@@ -31,170 +28,23 @@ var expectedUnsupported = map[string]string{
 	"incorrect_map_schema.parquet/my_map.key_value.value": "MAP keys must be required",
 }
 
-func testingDir(t testing.TB) string {
-	t.Helper()
-	if _, err := os.Stat(testingData); err != nil {
+// TestParquetTestingConformance decodes every page of every column of
+// parquet-testing on its own and compares it with pqarrow's whole-column
+// read (codectest.Check, the checker `pagefeed verify` runs).
+func TestParquetTestingConformance(t *testing.T) {
+	dir := "../../shared/parquet-testing/data"
+	if _, err := os.Stat(dir); err != nil {
 		t.Skipf("parquet-testing data not present: %v", err)
 	}
-	return testingData
-}
-
-// chunkPages is one column chunk split into pages.
-type chunkPages struct {
-	chunk *Chunk
-	dict  []byte
-	dOff  int64
-	pages [][]byte
-	offs  []int64
-	rows  int64
-}
-
-func readChunkPages(t testing.TB, path string, rdr *file.Reader, rg, col int) (*chunkPages, error) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return chunkPagesFrom(t, f, path, rdr, rg, col)
-}
-
-func chunkPagesFrom(t testing.TB, f io.ReaderAt, path string, rdr *file.Reader, rg, col int) (*chunkPages, error) {
-	t.Helper()
-	md := rdr.MetaData()
-	c, err := NewChunk(md, path, rg, col)
-	if err != nil {
-		return nil, err
-	}
-	cc, err := md.RowGroup(rg).ColumnChunk(col)
-	if err != nil {
-		return nil, err
-	}
-	off, n := ChunkRange(cc)
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return nil, fmt.Errorf("read chunk: %w", err)
-	}
-	refs, err := SplitChunk(buf)
-	if err != nil {
-		return nil, err
-	}
-	cp := &chunkPages{chunk: c, rows: md.RowGroup(rg).NumRows()}
-	for _, r := range refs {
-		b := buf[r.Off : r.Off+int64(r.Len)]
-		if r.Header.Type == DictionaryPage {
-			cp.dict, cp.dOff = b, off+r.Off
-			continue
-		}
-		cp.pages = append(cp.pages, b)
-		cp.offs = append(cp.offs, off+r.Off)
-	}
-	return cp, nil
-}
-
-// checkChunk decodes every page of a chunk on its own (with its
-// continuation pages) and compares the rows with ref. It returns "" when all
-// match, or the reason.
-func checkChunk(t testing.TB, d *Decoder, cp *chunkPages, ref arrow.Array) error {
-	t.Helper()
-	var dict *Dictionary
-	if cp.dict != nil {
-		var err error
-		dict, err = d.Dictionary(cp.chunk, cp.dict, cp.dOff)
-		if err != nil {
-			return err
-		}
-	}
-	row := 0
-	for i := range cp.pages {
-		pg, err := d.DecodeSpan(cp.chunk, dict, cp.pages[i:], cp.offs[i:])
-		if err != nil {
-			return err
-		}
-		if pg.LastRowMayContinue() && i+1 < len(cp.pages) {
-			pg.Release()
-			return fmt.Errorf("page %d: last row still open with %d pages after it", i, len(cp.pages)-i-1)
-		}
-		if err := array.ValidateFull(pg.Array()); err != nil {
-			pg.Release()
-			return fmt.Errorf("page %d: invalid array: %v", i, err)
-		}
-		for r := 0; r < pg.Rows(); r++ {
-			if js := AppendJSON(nil, pg.Array(), r); !json.Valid(js) {
-				pg.Release()
-				return fmt.Errorf("page %d row %d: invalid JSON %s", i, r, js)
-			}
-		}
-		n := pg.Rows()
-		if row+n > ref.Len() {
-			pg.Release()
-			return fmt.Errorf("page %d: %d rows past the %d of the column", i, row+n-ref.Len(), ref.Len())
-		}
-		want, err := ProjectLike(array.NewSlice(ref, int64(row), int64(row+n)), pg.Array().DataType())
-		if err != nil {
-			pg.Release()
-			return err
-		}
-		if !Equal(pg.Array(), want) {
-			msg := firstDiff(pg.Array(), want)
-			pg.Release()
-			want.Release()
-			return fmt.Errorf("MISMATCH page %d (rows %d..%d): %s", i, row, row+n, msg)
-		}
-		want.Release()
-		// Decoding the page alone gives the same rows, except a last row
-		// that may continue.
-		alone, err := d.DecodePage(cp.chunk, dict, cp.pages[i], cp.offs[i])
-		if err != nil {
-			pg.Release()
-			return fmt.Errorf("page %d alone: %w", i, err)
-		}
-		m := alone.Rows()
-		if alone.LastRowMayContinue() && pg.Continued() > 0 {
-			m--
-		}
-		if m < 0 || m > n || !Equal(array.NewSlice(alone.Array(), 0, int64(m)), array.NewSlice(pg.Array(), 0, int64(m))) {
-			alone.Release()
-			pg.Release()
-			return fmt.Errorf("MISMATCH page %d alone differs from its span", i)
-		}
-		alone.Release()
-		pg.Release()
-		row += n
-	}
-	if row != ref.Len() {
-		return fmt.Errorf("MISMATCH pages hold %d rows, column %d", row, ref.Len())
-	}
-	return nil
-}
-
-func firstDiff(a, b arrow.Array) string {
-	if !arrow.TypeEqual(a.DataType(), b.DataType()) {
-		return fmt.Sprintf("type %s, want %s", a.DataType(), b.DataType())
-	}
-	if a.Len() != b.Len() {
-		return fmt.Sprintf("%d rows, want %d", a.Len(), b.Len())
-	}
-	for i := 0; i < a.Len(); i++ {
-		x, y := array.NewSlice(a, int64(i), int64(i+1)), array.NewSlice(b, int64(i), int64(i+1))
-		if !Equal(x, y) {
-			return fmt.Sprintf("row %d: got %v want %v", i, x, y)
-		}
-	}
-	return "arrays differ"
-}
-
-func TestParquetTestingConformance(t *testing.T) {
-	dir := testingDir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
 	sort.Strings(files)
-	d := NewDecoder(Options{})
+	d := codec.NewDecoder(codec.Options{})
 	defer d.Close()
 	var report []string
 	ok, unsup, norefs := 0, 0, 0
 	for _, path := range files {
 		base := filepath.Base(path)
-		rdr, err := openParquet(path)
+		rdr, err := codectest.Open(path)
 		if err != nil {
 			report = append(report, fmt.Sprintf("%s: open: %v", base, err))
 			continue
@@ -204,13 +54,17 @@ func TestParquetTestingConformance(t *testing.T) {
 			report = append(report, fmt.Sprintf("%s: pqarrow: %v", base, err))
 			fr = nil
 		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
 		md := rdr.MetaData()
 		for col := 0; col < md.Schema.NumColumns(); col++ {
 			key := base + "/" + md.Schema.Column(col).Path()
 			var res error
 			noref := false
 			for rg := 0; rg < md.NumRowGroups() && res == nil; rg++ {
-				cp, err := readChunkPages(t, path, rdr, rg, col)
+				cp, err := codectest.ReadChunk(f, path, md, rg, col)
 				if err != nil {
 					res = err
 					break
@@ -219,31 +73,31 @@ func TestParquetTestingConformance(t *testing.T) {
 				if fr == nil {
 					err = errors.New("pqarrow cannot open the file")
 				} else {
-					ref, err = ReferenceColumn(fr, rg, col)
+					ref, err = codectest.Reference(fr, rg, col)
 				}
 				if err != nil {
 					// pqarrow cannot read it: decode anyway and count rows;
 					// values are checked by dedicated tests.
 					noref = true
 					report = append(report, fmt.Sprintf("%s: no pqarrow reference (%v)", key, err))
-					res = checkChunkRows(t, d, cp)
-					continue
 				}
-				res = checkChunk(t, d, cp, ref)
-				ref.Release()
+				_, res = codectest.Check(d, cp, ref, nil)
+				if ref != nil {
+					ref.Release()
+				}
 			}
 			if noref && res == nil {
 				norefs++
 				continue
 			}
 			want, expUnsup := expectedUnsupported[key]
-			if res != nil && !expUnsup && errors.Is(res, ErrUnsupported) {
+			if res != nil && !expUnsup && errors.Is(res, codec.ErrUnsupported) {
 				t.Logf("UNSUPPORTED %s: %v", key, res)
 			}
 			switch {
 			case res == nil && !expUnsup:
 				ok++
-			case res != nil && expUnsup && errors.Is(res, ErrUnsupported) && strings.Contains(res.Error(), want):
+			case res != nil && expUnsup && errors.Is(res, codec.ErrUnsupported) && strings.Contains(res.Error(), want):
 				unsup++
 			case res == nil:
 				t.Errorf("%s: decodes but is listed as unsupported (%s)", key, want)
@@ -251,46 +105,11 @@ func TestParquetTestingConformance(t *testing.T) {
 				t.Errorf("%s: %v", key, res)
 			}
 		}
+		f.Close()
 		rdr.Close()
 	}
 	for _, r := range report {
 		t.Log(r)
 	}
 	t.Logf("%d columns OK, %d unsupported as expected, %d decoded without a pqarrow reference", ok, unsup, norefs)
-}
-
-// openParquet opens a file with arrow-go, turning its panics on odd
-// schemas into errors.
-func openParquet(path string) (rdr *file.Reader, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("arrow-go panicked: %v", r)
-		}
-	}()
-	return file.OpenParquetFile(path, false)
-}
-
-// checkChunkRows decodes every page and checks the row count only.
-func checkChunkRows(t testing.TB, d *Decoder, cp *chunkPages) error {
-	t.Helper()
-	var dict *Dictionary
-	if cp.dict != nil {
-		var err error
-		if dict, err = d.Dictionary(cp.chunk, cp.dict, cp.dOff); err != nil {
-			return err
-		}
-	}
-	rows := 0
-	for i := range cp.pages {
-		pg, err := d.DecodeSpan(cp.chunk, dict, cp.pages[i:], cp.offs[i:])
-		if err != nil {
-			return err
-		}
-		rows += pg.Rows()
-		pg.Release()
-	}
-	if int64(rows) != cp.rows {
-		return fmt.Errorf("MISMATCH pages hold %d rows, row group %d", rows, cp.rows)
-	}
-	return nil
 }

@@ -35,11 +35,9 @@ type Options struct {
 	// BatchSubmit is the most SQEs one io_uring_enter submits; a worker
 	// with more queued enters again at once. Default DefaultBatchSubmit
 	// (at most QueueDepth). One enter's SQEs reach the device together
-	// when the block layer's plug ends, so on the development VM chunks
-	// of 8-16 beat the whole queue: 4 KiB randread at depth 64 read
-	// 198-275k IOPS against 175-182k, 64 KiB on huge pages 5.7-6.8 GB/s
-	// against 5.3-5.5, and the 64 KiB loader 77-82k pages/s against
-	// 67-78k; a chunk of 1, fio's default, is CPU-bound at 102-104k IOPS.
+	// when the block layer's plug ends, so chunks smaller than the whole
+	// queue let the device start sooner, while a chunk of 1 (fio's
+	// default) spends a system call per read.
 	BatchSubmit int
 	// BatchComplete is how many completions one io_uring_enter waits for,
 	// capped at the reads in flight (fio's iodepth_batch_complete_min);

@@ -180,7 +180,7 @@ func refuseDirect(t *testing.T) {
 	t.Helper()
 	saved := openFile
 	openFile = func(path string, flags int) (int, error) {
-		if flags&unix.O_DIRECT != 0 {
+		if flags&oDirect != 0 {
 			return -1, unix.EINVAL
 		}
 		return saved(path, flags)

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +32,6 @@ func (e *Engine) Open(path string) (*File, error) {
 			ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
 	}
 	f.e = e
-	f.cond = sync.NewCond(&f.mu)
 	e.filesMu.Lock()
 	if e.closing.Load() {
 		e.filesMu.Unlock()
@@ -57,11 +54,7 @@ func (e *Engine) Open(path string) (*File, error) {
 // queue fail with ErrInvalid. Close it with File.Close.
 func OpenFile(path string, direct Tristate) (*File, error) {
 	f, _, err := openPath(path, direct)
-	if err != nil {
-		return nil, err
-	}
-	f.cond = sync.NewCond(&f.mu)
-	return f, nil
+	return f, err
 }
 
 // openPath opens path as mode says and reads its size and direct-I/O
@@ -70,7 +63,7 @@ func OpenFile(path string, direct Tristate) (*File, error) {
 func openPath(path string, mode Tristate) (f *File, fellBack *uint64, err error) {
 	flags := unix.O_RDONLY | unix.O_CLOEXEC
 	direct := mode != Off
-	fd, err := openFile(path, flags|pick(direct, unix.O_DIRECT, 0))
+	fd, err := openFile(path, flags|pick(direct, oDirect, 0))
 	if err == unix.EINVAL && direct {
 		if mode == On {
 			return nil, nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("O_DIRECT refused: %w", err)}
@@ -81,7 +74,7 @@ func openPath(path string, mode Tristate) (f *File, fellBack *uint64, err error)
 			var st unix.Stat_t
 			dev := uint64(0)
 			if unix.Fstat(fd, &st) == nil {
-				dev = st.Dev
+				dev = uint64(st.Dev)
 			}
 			fellBack = &dev
 		}
@@ -89,28 +82,22 @@ func openPath(path string, mode Tristate) (f *File, fellBack *uint64, err error)
 	if err != nil {
 		return nil, nil, &Error{Op: "open", Path: path, Err: err}
 	}
-	var stx unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_SIZE|unix.STATX_TYPE|unix.STATX_DIOALIGN, &stx); err != nil {
+	st, err := statFile(fd)
+	if err != nil {
 		unix.Close(fd)
-		return nil, nil, &Error{Op: "statx", Path: path, Err: err}
+		if e, ok := err.(*Error); ok {
+			e.Path = path
+		}
+		return nil, nil, err
 	}
-	if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
+	if st.isDir {
 		unix.Close(fd)
 		return nil, nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
 	}
-	size := int64(stx.Size)
-	if stx.Mode&unix.S_IFMT == unix.S_IFBLK {
-		// A block device's size is not in st_size.
-		n, err := blockDeviceSize(fd)
-		if err != nil {
-			unix.Close(fd)
-			return nil, nil, &Error{Op: "ioctl BLKGETSIZE64", Path: path, Err: err}
-		}
-		size = n
-	}
-	f = &File{path: path, size: size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	f = &File{path: path, size: st.size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	f.cond = sync.NewCond(&f.mu)
 	if direct {
-		f.offAlign, f.memAlign = dioAlign(&stx)
+		f.offAlign, f.memAlign = st.offAlign, st.memAlign
 		if f.memAlign > slotAlign {
 			unix.Close(fd)
 			return nil, nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
@@ -132,44 +119,11 @@ var openFile = openRetry
 
 func openRetry(path string, flags int) (int, error) {
 	for {
-		fd, err := unix.Open(path, flags, 0)
+		fd, err := sysOpen(path, flags)
 		if err != unix.EINTR {
 			return fd, err
 		}
 	}
-}
-
-// dioAlign returns the direct-I/O offset and memory alignment: statx's
-// STATX_DIOALIGN, else the device's logical block size, else 4096.
-func dioAlign(stx *unix.Statx_t) (off, mem int) {
-	if stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
-		off, mem = int(stx.Dio_offset_align), int(stx.Dio_mem_align)
-		if mem <= 0 {
-			mem = off
-		}
-		return off, mem
-	}
-	if lbs := logicalBlockSize(stx.Dev_major, stx.Dev_minor); lbs > 0 {
-		return lbs, lbs
-	}
-	return 4096, 4096
-}
-
-// logicalBlockSize reads the block device's logical_block_size from sysfs
-// (a partition's queue lives in its parent); 0 when unknown.
-func logicalBlockSize(major, minor uint32) int {
-	base := fmt.Sprintf("/sys/dev/block/%d:%d/", major, minor)
-	for _, p := range []string{base + "queue/logical_block_size", base + "../queue/logical_block_size"} {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err == nil && n > 0 && n&(n-1) == 0 {
-			return n
-		}
-	}
-	return 0
 }
 
 // CloseFile closes f. Reads of f still in flight finish first; requests for
@@ -214,13 +168,4 @@ func (f *File) readDone() {
 		f.cond.Broadcast()
 		f.mu.Unlock()
 	}
-}
-
-// blockDeviceSize returns the size in bytes of the block device open at fd.
-func blockDeviceSize(fd int) (int64, error) {
-	var n uint64
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.BLKGETSIZE64, uintptr(unsafe.Pointer(&n))); e != 0 {
-		return 0, e
-	}
-	return int64(n), nil
 }

@@ -57,7 +57,7 @@ func (w *worker) setupRing() error {
 	if int(r.SQEntries()) < o.QueueDepth || int(r.CQEntries()) < o.QueueDepth+1 {
 		return &Error{Op: "io_uring setup", Err: fmt.Errorf("ring of %d/%d entries for depth %d", r.SQEntries(), r.CQEntries(), o.QueueDepth)}
 	}
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // blocking: io_uring polls it
+	efd, err := newEventfd()
 	if err != nil {
 		return &Error{Op: "eventfd", Err: err}
 	}

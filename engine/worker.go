@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/ring"
 )
 
@@ -123,11 +124,7 @@ func (w *worker) lockAndPin() error {
 	if len(sets) == 0 {
 		return nil
 	}
-	var cs unix.CPUSet
-	for _, c := range sets[w.id%len(sets)] {
-		cs.Set(c)
-	}
-	if err := unix.SchedSetaffinity(0, &cs); err != nil {
+	if err := pin.Apply(sets[w.id%len(sets)]); err != nil {
 		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d cpus %v: %w", w.id, sets[w.id%len(sets)], err)}
 	}
 	return nil
@@ -172,14 +169,13 @@ const hugePage = 2 << 20
 // the memory starts on a huge-page boundary and is advised MADV_HUGEPAGE,
 // so that transparent huge pages back it where the kernel can: a slot is
 // then physically contiguous, and its read one DMA segment instead of one
-// per 4 KiB page. On the development VM's virtio disk that doubled the
-// loader's 64 KiB bandwidth (and fio's --iomem=shmhuge reads 3.5x what its
-// default buffers do). It returns the mapping to unmap, the memory within
+// per 4 KiB page, which matters where a read's cost is its DMA segments
+// (virtio disks). It returns the mapping to unmap, the memory within
 // it, and whether huge pages were advised with THP enabled.
 func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if !huge {
-		mem, err = unix.Mmap(-1, 0, n, prot, flags|unix.MAP_POPULATE)
+		mem, err = unix.Mmap(-1, 0, n, prot, flags|mapPopulate)
 		return mem, mem, false, err
 	}
 	whole, err = unix.Mmap(-1, 0, n+hugePage, prot, flags)
@@ -188,9 +184,9 @@ func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	}
 	off := int((hugePage - uintptr(unsafe.Pointer(unsafe.SliceData(whole)))%hugePage) % hugePage)
 	mem = whole[off : off+n : off+n]
-	advised = unix.Madvise(mem, unix.MADV_HUGEPAGE) == nil && thpMode() != "never"
+	advised = unix.Madvise(mem, madvHugepage) == nil && thpMode() != "never"
 	// Populate now, as MAP_POPULATE does, so that reads never fault.
-	if unix.Madvise(mem, unix.MADV_POPULATE_WRITE) != nil { // before Linux 5.14
+	if unix.Madvise(mem, madvPopulateWrite) != nil { // before Linux 5.14
 		for i := 0; i < len(mem); i += slotAlign {
 			mem[i] = 0
 		}

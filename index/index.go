@@ -28,9 +28,20 @@
 // An Index is immutable after Build and safe for concurrent use.
 //
 // Build persists the index in a sidecar file keyed by every file's path,
-// size and modification time and by the projection, with a CRC-32C; a
-// sidecar that is stale, corrupt or of another version is rebuilt and
-// rewritten, never trusted, and Options.Logf says why.
+// size, modification time and footer hash and by the projection, with a
+// CRC-32C; a sidecar that is stale, corrupt or of another version is
+// rebuilt and rewritten, never trusted, and Options.Logf says why. It is
+// read only as a regular file (no symbolic link, FIFO or device) of a size
+// the dataset could need, and kept next to the dataset, or in the user's
+// cache directory when the dataset's directory is not writable.
+//
+// Files may declare the projected columns differently (REQUIRED or
+// OPTIONAL, logical annotations, leaf order; dictionary or plain and V1 or
+// V2 pages are per page anyway): the index keeps one descriptor per
+// distinct declaration and gives each chunk its own file's
+// (ChunkInfo.Descr). Files whose columns cannot be delivered together
+// (another physical type, fixed length or repetition level: a list in one,
+// a scalar in another) fail Build with an error naming both files.
 package index
 
 import (
@@ -71,9 +82,15 @@ type FileInfo struct {
 }
 
 // ColumnInfo describes one projected column (a leaf of the schema).
+//
+// Files may differ in how they declare a column (REQUIRED or OPTIONAL,
+// logical annotations, the leaf's position among other columns): Descr and
+// Leaf are the first file's. Decode a chunk with its own file's descriptor,
+// ChunkInfo.Descr or Index.Descr(k, file): another file's levels and
+// values are laid out by its own schema.
 type ColumnInfo struct {
 	Path  string         // dotted path, e.g. "input_ids.list.element"
-	Descr *schema.Column // arrow-go's descriptor, for decoding; from the first file
+	Descr *schema.Column // arrow-go's descriptor in the first file
 	Leaf  int            // leaf index in the first file's schema
 }
 
@@ -101,6 +118,10 @@ type ChunkInfo struct {
 	FirstRow   int64 // global row number
 	NumRows    int64
 	Source     Source
+	// Descr is the column's descriptor in this chunk's file, to decode
+	// the chunk with (files of one dataset may declare a column
+	// differently; see ColumnInfo).
+	Descr *schema.Column
 }
 
 // Stats summarises an Index and how it was built.
@@ -123,6 +144,9 @@ type Stats struct {
 	// Reused counts the files taken unchanged from a stale sidecar
 	// ("rebuilt"): only the others were read again.
 	Reused int
+	// Schemas counts the distinct declarations of the projected columns
+	// among the files (1 when every file declares them alike).
+	Schemas int
 }
 
 // rgInfo is one row group of one file: a global chunk number.
@@ -143,6 +167,15 @@ type chunkMeta struct {
 	source   Source
 }
 
+// schemaSet is one distinct declaration of the projected columns: the
+// descriptors of the first file that declares them so, shared by every
+// file that declares them alike, so that decoders keep one plan per
+// declaration rather than one per file.
+type schemaSet struct {
+	descr  []*schema.Column // per projected column
+	leaves []int            // leaf index in that file's schema
+}
+
 type column struct {
 	info      ColumnInfo
 	filePage  []int64 // len files+1: prefix sums of pages per file
@@ -160,8 +193,12 @@ type Index struct {
 	fileRG  []int32 // len files+1: file f's chunks are [fileRG[f], fileRG[f+1])
 	rgs     []rgInfo
 	cols    []column
-	columns []string // the projection as requested (sidecar key)
-	walk    bool     // built with Options.HeaderWalk (sidecar key)
+	fileSch []int32     // per file: its entry in schemas
+	schemas []schemaSet // distinct declarations, first file's first
+	footSum []uint64    // per file: hash of its footer (sidecar staleness)
+	footLen []uint32    // per file: its footer's length (sidecar loads)
+	columns []string    // the projection as requested (sidecar key)
+	walk    bool        // built with Options.HeaderWalk (sidecar key)
 	stats   Stats
 }
 
@@ -176,6 +213,13 @@ func (ix *Index) NumColumns() int { return len(ix.cols) }
 
 // Column returns projected column k.
 func (ix *Index) Column(k int) ColumnInfo { return ix.cols[k].info }
+
+// Descr returns projected column k's descriptor in file f's schema: the one
+// to decode f's chunks with.
+func (ix *Index) Descr(k, f int) *schema.Column { return ix.schemas[ix.fileSch[f]].descr[k] }
+
+// Leaf returns projected column k's leaf index in file f's schema.
+func (ix *Index) Leaf(k, f int) int { return ix.schemas[ix.fileSch[f]].leaves[k] }
 
 // NumChunks returns the number of column chunks per projected column (the
 // number of row groups of all files).
@@ -206,7 +250,17 @@ func (ix *Index) Chunk(k, c int) ChunkInfo {
 		FirstRow:   rg.firstRow,
 		NumRows:    rg.numRows,
 		Source:     m.source,
+		Descr:      ix.descr(k, int(rg.file)),
 	}
+}
+
+// descr is Descr, or nil before the descriptors are attached (a sidecar
+// just decoded).
+func (ix *Index) descr(k, f int) *schema.Column {
+	if f >= len(ix.fileSch) || int(ix.fileSch[f]) >= len(ix.schemas) {
+		return nil
+	}
+	return ix.schemas[ix.fileSch[f]].descr[k]
 }
 
 // upper returns the largest i in [lo, hi) with a[i] <= v, given a sorted
@@ -262,7 +316,10 @@ func (ix *Index) Locate(k int, g int) Loc {
 
 // ResidentBytes returns the memory the index holds, in bytes.
 func (ix *Index) ResidentBytes() int64 {
-	n := int64(len(ix.files))*(8*8) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
+	n := int64(len(ix.files))*(8*8+4+8+4) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
+	for _, s := range ix.schemas {
+		n += int64(len(s.descr)) * 16 // the descriptors' trees are arrow-go's
+	}
 	for i := range ix.cols {
 		c := &ix.cols[i]
 		n += int64(len(c.filePage)+len(c.chunkPage))*8 + int64(len(c.chunks))*32

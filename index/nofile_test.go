@@ -317,7 +317,7 @@ func TestManyFilesLowNofile(t *testing.T) {
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
 		t.Skipf("setrlimit NOFILE: %v", err)
 	}
-	if got := nofileBudget(); got != 256 {
+	if got := engine.OpenFileBudget(4); got != 256 {
 		t.Fatalf("default budget %d under RLIMIT_NOFILE 1024, want 256", got)
 	}
 	dir := t.TempDir()

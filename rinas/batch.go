@@ -1,9 +1,13 @@
 package rinas
 
 import (
+	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Column is one projected column's rows in a Batch.
@@ -19,10 +23,13 @@ type Column struct {
 
 // Batch is what Next returns. Its memory belongs to the loader until
 // Release, which must be called exactly once (from any goroutine); a
-// consumer that keeps batches unreleased eventually blocks Next. Arrays
-// of page batches may reference the loader's read buffers directly
-// (uncompressed fixed-width pages are not copied): a Retain does not keep
-// them valid past Release; copy what must outlive the batch.
+// consumer that keeps batches unreleased eventually blocks Next.
+//
+// Nothing of a Batch is valid after Release: its arrays may reference the
+// loader's read buffers directly (uncompressed fixed-width pages are not
+// copied) and Tokens is the loader's buffer, and both are overwritten by
+// later reads. Arrow's Retain on an array of a Batch does not extend it
+// past Release. Detach copies a batch into memory of its own.
 type Batch struct {
 	Epoch uint64
 	// Columns holds the rows (arrow output), one entry per projected
@@ -72,4 +79,36 @@ func (b *Batch) Release() {
 	if b.free != nil {
 		b.free()
 	}
+}
+
+// Detach returns a deep copy of b in Go memory, which stays valid after
+// b.Release and needs no Release of its own (calling it once is allowed).
+// It copies every array's buffers, Tokens, Pages and Refs; call it before
+// b.Release, which it does not replace. Detaching a released batch panics.
+func (b *Batch) Detach() *Batch {
+	if b.released.Load() {
+		panic("rinas: Detach of a released Batch")
+	}
+	d := &Batch{Epoch: b.Epoch, Rows: b.Rows, SeqLen: b.SeqLen, Fill: b.Fill,
+		Pages: slices.Clone(b.Pages), Refs: slices.Clone(b.Refs), Tokens: slices.Clone(b.Tokens)}
+	cols := make([]Column, len(b.Columns))
+	for i, c := range b.Columns {
+		cols[i] = Column{Name: c.Name, Arrays: make([]arrow.Array, len(c.Arrays))}
+		for j, a := range c.Arrays {
+			cols[i].Arrays[j] = deepCopy(a)
+		}
+	}
+	d.setColumns(cols)
+	return d
+}
+
+// deepCopy copies a's buffers (of its slice only) into new Go memory.
+func deepCopy(a arrow.Array) arrow.Array {
+	c, err := array.Concatenate([]arrow.Array{a}, memory.DefaultAllocator)
+	if err != nil {
+		// Concatenate fails only on arrays of different types or offsets
+		// that overflow, neither possible for one valid array.
+		panic(fmt.Sprintf("rinas: copying a %s array: %v", a.DataType(), err))
+	}
+	return c
 }

@@ -1,17 +1,3 @@
-// Package rinas is pagefeed's loader: the control plane that turns a page
-// index into batches. It implements RINAS's intra-batch unordered fetching
-// (every read of a batch, and of the next Prefetch batches, is in flight at
-// once, and a batch is assembled in completion order) over YOUMU's
-// page-level shuffle, with Reimu's row-group shuffle, a full row shuffle, a
-// sequential stream with a local shuffle buffer, and no shuffle as
-// baselines.
-//
-// Memory is fixed at Open: engine slots, the fetch window and the output
-// token buffers come from pools sized by the Config. A consumer that does
-// not Release its batches blocks Next (backpressure); ctx still ends it.
-//
-// A Loader is used by one goroutine: Next, State and Close must not be
-// called concurrently. Batch.Release may be called from any goroutine.
 package rinas
 
 import (
@@ -139,8 +125,8 @@ type Config struct {
 	Fetch      Fetch
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
-	// columns (each batch ahead holds its read slots, and reads into fewer
-	// buffers ran faster); for compressed ones enough for 832 pages (at
+	// columns (each batch ahead holds its read slots, and a smaller set of
+	// read buffers reads faster); for compressed ones enough for 832 pages (at
 	// most 256 MiB of read slots, each as large as the largest page, and
 	// 128 MiB of decoded pages, their size read from sampled page
 	// headers), since decoding loads the cores and the disk's tail latency
@@ -162,7 +148,10 @@ type Config struct {
 
 	// MemoryLimit bounds what Open may allocate for slots, the fetch
 	// window and output buffers; a Config needing more fails at Open with
-	// ErrMemory. Default 1 GiB.
+	// ErrMemory. Dictionaries get what is left: half for the cache, evicted
+	// least recently used first (those of units in flight stay), half for
+	// the decoders' column readers; a dictionary larger than the cache's
+	// half fails with ErrMemory. Default 1 GiB.
 	MemoryLimit int64
 
 	// Pin places the engine workers on the cores next to this rank's GPU.
@@ -178,9 +167,8 @@ type Config struct {
 	// Engine configures the data plane. Engine.Workers defaults to
 	// GOMAXPROCS (decoding runs on the workers), or half of it (at least
 	// one) when every page of the column is stored uncompressed: decoding
-	// those is cheap, and on this project's 2-core VM one ring then read
-	// 64 KiB pages 4–21% faster than two and 8 KiB pages 9–11% faster,
-	// with a lower batch p99. Ignored when SharedEngine is set.
+	// those is cheap, and fewer rings keep more reads in each. Ignored
+	// when SharedEngine is set.
 	Engine       engine.Options
 	SharedEngine *engine.Engine
 	// Index configures the index build; SharedIndex skips the build.

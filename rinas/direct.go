@@ -89,7 +89,9 @@ func (l *Loader) readUnitSync(u *unit) error {
 			if dict, err = l.prodD.Dictionary(ch, b, ci.DictOffset); err != nil {
 				return err
 			}
-			l.dicts.store(u.chunk, dict)
+			if err := l.dicts.store(u.chunk, dict, func() string { return l.chunkName(u.chunk) }); err != nil {
+				return err
+			}
 		}
 	}
 	first := l.ix.Locate(0, u.first)

@@ -239,8 +239,7 @@ func (l *Loader) prepareChunk(c int) error {
 		return nil
 	}
 	ci := l.ix.Chunk(0, c)
-	col := l.ix.Column(0)
-	l.chunks[c] = &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: l.ix.File(ci.File).Path, Column: col.Path}
+	l.chunks[c] = codec.ChunkOf(ci.Descr, ci.Codec, l.ix.File(ci.File).Path, nil)
 	return nil
 }
 
@@ -474,7 +473,7 @@ func (l *Loader) onDict(c *engine.Completion) {
 		d, err = l.decs[w].Dictionary(l.chunks[chunk], c.Data, c.Off)
 	}
 	c.Release()
-	for _, p := range l.dicts.resolve(chunk, d, err) {
+	for _, p := range l.dicts.resolve(chunk, d, err, func() string { return l.chunkName(chunk) }) {
 		uerr := err
 		if uerr != nil {
 			p.u.releaseComps()
@@ -484,6 +483,12 @@ func (l *Loader) onDict(c *engine.Completion) {
 		l.dicts.unuse(chunk)
 		l.finishUnit(p.fb, p.u, uerr)
 	}
+}
+
+// chunkName describes chunk c of the loaded column, for errors.
+func (l *Loader) chunkName(c int) string {
+	ci := l.ix.Chunk(0, c)
+	return fmt.Sprintf("%s column %s row group %d", l.ix.File(ci.File).Path, l.ix.Column(0).Path, ci.RowGroup)
 }
 
 // releaseComps gives the unit's slots back. Each reference is cleared
@@ -499,12 +504,21 @@ func (u *unit) releaseComps() {
 }
 
 // dictCache holds each chunk's dictionary once read. An entry counts the
-// units scheduled on it; beyond maxDictEntries, unused ready entries are
-// evicted oldest first (a later unit reads the dictionary again).
+// units scheduled on it. Ready dictionaries count their decompressed bytes
+// against budget (half of what MemoryLimit leaves after slots, token
+// buffers and decoded pages; the decoders' column readers, which keep the
+// dictionaries they decoded alive, share the other half through
+// codec.Options.MaxStateDictBytes); beyond it, or beyond maxDictEntries entries, unused ready
+// entries are evicted least recently used first (a later unit reads the
+// dictionary again). Entries in use are never evicted, so the cache may
+// exceed its budget by the dictionaries of the units in flight; a single
+// dictionary larger than the whole budget fails its units with ErrMemory.
 type dictCache struct {
 	mu      sync.Mutex
 	entries map[int]*dictEntry
-	fifo    []int
+	tick    uint64
+	bytes   int64 // decompressed bytes of the ready entries
+	budget  int64
 }
 
 type parkedUnit struct {
@@ -515,6 +529,8 @@ type parkedUnit struct {
 type dictEntry struct {
 	ready  bool
 	users  int
+	used   uint64 // d.tick at the last use, for LRU eviction
+	size   int64
 	dict   *codec.Dictionary
 	err    error
 	parked []parkedUnit
@@ -522,19 +538,23 @@ type dictEntry struct {
 
 const maxDictEntries = 256
 
-func (d *dictCache) init() { d.entries = map[int]*dictEntry{} }
+func (d *dictCache) init(budget int64) {
+	d.entries = map[int]*dictEntry{}
+	d.budget = budget
+}
 
 // acquire counts one more unit on chunk c's dictionary and reports whether
 // the dictionary must be read (no entry yet).
 func (d *dictCache) acquire(c int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.tick++
 	if e, ok := d.entries[c]; ok {
 		e.users++
+		e.used = d.tick
 		return false
 	}
-	d.entries[c] = &dictEntry{users: 1}
-	d.fifo = append(d.fifo, c)
+	d.entries[c] = &dictEntry{users: 1, used: d.tick}
 	return true
 }
 
@@ -548,17 +568,37 @@ func (d *dictCache) unuse(c int) {
 	d.evictLocked()
 }
 
+// evictLocked drops unused ready entries, least recently used first, until
+// the cache is within its entry count and byte budget.
 func (d *dictCache) evictLocked() {
-	for i := 0; len(d.entries) > maxDictEntries && i < len(d.fifo); {
-		c := d.fifo[i]
-		e := d.entries[c]
-		if e != nil && (!e.ready || e.users > 0) {
-			i++
-			continue
+	for len(d.entries) > maxDictEntries || d.bytes > d.budget {
+		lru, lc := (*dictEntry)(nil), 0
+		for c, e := range d.entries {
+			if e.ready && e.users <= 0 && (lru == nil || e.used < lru.used) {
+				lru, lc = e, c
+			}
 		}
-		d.fifo = append(d.fifo[:i], d.fifo[i+1:]...)
-		delete(d.entries, c)
+		if lru == nil {
+			return
+		}
+		d.bytes -= lru.size
+		delete(d.entries, lc)
 	}
+}
+
+// setLocked makes e ready with dict (or err), counting dict's bytes; a
+// dictionary larger than the whole budget becomes an ErrMemory error.
+func (d *dictCache) setLocked(e *dictEntry, c int, dict *codec.Dictionary, err error, name func() string) {
+	if err == nil && dict != nil {
+		if n := int64(dict.Bytes()); n > d.budget {
+			err = fmt.Errorf("%w: the dictionary of %s decodes to %d bytes, more than the %d bytes MemoryLimit leaves for dictionaries", ErrMemory, name(), n, max(d.budget, 0))
+			dict = nil
+		} else {
+			e.size = n
+			d.bytes += n
+		}
+	}
+	e.ready, e.dict, e.err = true, dict, err
 }
 
 // getOrPark returns chunk c's dictionary, or parks u until it lands.
@@ -576,15 +616,16 @@ func (d *dictCache) getOrPark(c int, fb *fetchBatch, u *unit) (*codec.Dictionary
 	return e.dict, e.err, false
 }
 
-// resolve stores a landed dictionary and returns the units parked on it.
-func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error) []parkedUnit {
+// resolve stores a landed dictionary (or its error) and returns the units
+// parked on it; name describes the chunk for an ErrMemory error.
+func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error, name func() string) []parkedUnit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.entries[c]
 	if e == nil {
 		return nil
 	}
-	e.ready, e.dict, e.err = true, dict, err
+	d.setLocked(e, c, dict, err, name)
 	p := e.parked
 	e.parked = nil
 	return p
@@ -595,24 +636,46 @@ func (d *dictCache) lookup(c int) (*codec.Dictionary, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e := d.entries[c]; e != nil && e.ready && e.err == nil {
+		d.tick++
+		e.used = d.tick
 		return e.dict, true
 	}
 	return nil, false
 }
 
-// store adds a dictionary read synchronously.
-func (d *dictCache) store(c int, dict *codec.Dictionary) {
+// store adds a dictionary read synchronously; it fails with ErrMemory for
+// a dictionary larger than the whole budget.
+func (d *dictCache) store(c int, dict *codec.Dictionary, name func() string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.entries[c]; !ok {
-		d.entries[c] = &dictEntry{ready: true, dict: dict}
-		d.fifo = append(d.fifo, c)
+	d.tick++
+	e := &dictEntry{used: d.tick}
+	d.setLocked(e, c, dict, nil, name)
+	if e.err != nil {
+		d.bytes -= e.size
+		return e.err
 	}
+	if _, ok := d.entries[c]; ok {
+		// cached already, or being read for units parked on that entry:
+		// the caller uses its own copy once
+		d.bytes -= e.size
+		return nil
+	}
+	d.entries[c] = e
+	d.evictLocked()
+	return nil
+}
+
+// cachedBytes returns the decompressed bytes of the cached dictionaries.
+func (d *dictCache) cachedBytes() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bytes
 }
 
 func (d *dictCache) drop() {
 	d.mu.Lock()
 	d.entries = map[int]*dictEntry{}
-	d.fifo = nil
+	d.bytes = 0
 	d.mu.Unlock()
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 )
@@ -40,24 +38,6 @@ type fileEnt struct {
 	prev, next int32 // idle list links (refs == 0 and open), -1 none
 }
 
-// nofileBudget raises RLIMIT_NOFILE's soft limit to the hard limit and
-// returns how many files the loader may keep open: half of it, leaving
-// the rest to the index build, the trainer and its sockets.
-func nofileBudget() int {
-	var rl unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
-		return 512
-	}
-	if rl.Cur < rl.Max {
-		nl := rl
-		nl.Cur = nl.Max
-		if unix.Setrlimit(unix.RLIMIT_NOFILE, &nl) == nil {
-			rl = nl
-		}
-	}
-	return int(min(max(rl.Cur/2, 16), 1<<20))
-}
-
 func (c *fileCache) init(eng *engine.Engine, ix *index.Index, max int, logf func(string, ...any)) {
 	c.eng, c.ix, c.max, c.logf = eng, ix, max, logf
 	c.ents = make([]fileEnt, ix.NumFiles())
@@ -87,7 +67,7 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 	}
 	if c.open >= c.max && !c.warned {
 		c.warned = true
-		c.logf("%d files open, above the budget of %d (RLIMIT_NOFILE/2): every one has reads scheduled", c.open+1, c.max)
+		c.logf("%d files open, above the budget of %d (engine.OpenFileBudget(2)): every one has reads scheduled", c.open+1, c.max)
 	}
 	f, err := c.eng.Open(c.ix.File(i).Path)
 	if err != nil {

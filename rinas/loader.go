@@ -53,7 +53,7 @@ type Loader struct {
 	unitMax  int     // most pages one unit reads
 	dataset  string
 
-	fc      fileCache      // files, opened lazily by the producer, at most RLIMIT_NOFILE/2
+	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
 	chunks  []*codec.Chunk // lazily made by the producer
 	decs    []*codec.Decoder
 	workers int
@@ -244,27 +244,17 @@ const (
 //
 // Batches are handed over in order, so the device idles behind one slow
 // read unless enough is in flight past it; but every batch read ahead
-// holds its slots, and on this project's virtio disk reads into a larger
-// set of buffers are slower. With slots on transparent huge pages, 64 KiB
-// uncompressed pages in batches of 64 (4 GiB dataset, depth 32) read
-// 4.9-5.0 GB/s with 2 batches ahead, 4.1-4.5 with 4, 3.7-4.0 with 8 and
-// 3.3 with 29, the 128 MiB window this rule used to give them (on 4 KiB
-// pages the larger window had looked better). 8 KiB pages ran as fast
-// with 2 as with 7 or 31, and their batch p99 grew from 3 ms to 5 and
-// 7 ms: the consumer runs ahead and then waits longer on the straggler.
+// holds its slots, and reads into a larger set of buffers are slower
+// where a read's cost is its DMA segments. Uncompressed pages are
+// read-bound and keep autoSmallPrefetch batches ahead: more reads no
+// faster and lengthen the batch tail (the consumer runs ahead, then waits
+// longer on the straggler).
 //
-// Compressed pages are decode-bound, and with both cores decoding the same
-// disk's latency grows tenfold (fio at 32 KiB, depth 32: p99 0.8 ms alone,
-// 4.5 ms and p99.9 30 ms beside a decode loop), so they want a longer
-// window. 30 KiB zstd pages of 64 KiB in batches of 64 (4 GiB dataset,
-// huge-page slots) decoded 13.7k pages/s with 2 batches ahead, 14.0-14.7k
-// with 4, 17.8-18.6k with 7, 19.6-20.3k with 12, 19.8-19.9k with 16,
-// 18.4-19.3k with 24 and 17.7-18.5k with 32.
-//
-// Every page read ahead is also decoded ahead, so large pages bound the
-// window by their decoded size (decoded, 0 when unknown): 832 zstd pages
-// of 1 MiB held 790 MiB and decoded 1.18-1.23k pages/s, where 2 batches
-// ahead held 300-360 MiB and decoded 1.48-1.56k.
+// Compressed pages are decode-bound, and decoding on every core lengthens
+// the disk's tail latency, so they want a longer window: autoDecodePages
+// pages, bounded by autoSlotBytes of read slots. Every page read ahead is
+// also decoded ahead, so large pages bound the window by their decoded
+// size too (decoded, 0 when unknown; autoDecodeBytes).
 func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 	if !compressed {
 		return autoSmallPrefetch
@@ -386,7 +376,8 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Fetch == Unordered {
 		decBytes = int64(decoded) * int64(window)
 	}
-	if need := slotBytes + tokBytes + decBytes; need > l.cfg.MemoryLimit {
+	need := slotBytes + tokBytes + decBytes
+	if need > l.cfg.MemoryLimit {
 		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
 			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, l.cfg.MemoryLimit>>20)
 	}
@@ -410,9 +401,14 @@ func (l *Loader) openEngine() error {
 		MaxPerClass:      4 * window,
 		MaxBytesPerClass: l.cfg.MemoryLimit,
 	}}
+	// What the limit leaves goes to dictionaries: half to the cache, half
+	// to the decoders' column readers, which keep the dictionaries they
+	// decoded alive (shared out per decoder once their count is known).
+	dictLeft := l.cfg.MemoryLimit - need
 	// One decoder per worker of the engine actually used (a shared
 	// engine may have another worker count than Engine.Workers says).
 	l.workers = max(l.eng.Workers(), 1)
+	copts.MaxStateDictBytes = max(dictLeft/2/int64(l.workers+2), 1)
 	// Page batches hand the decoded pages themselves to the consumer, and
 	// a unit's slots are kept until its batch is recycled: uncompressed
 	// fixed-width pages may then keep their values where the read put
@@ -444,9 +440,9 @@ func (l *Loader) openEngine() error {
 		}
 		l.direct = newDirectReader(span, l.cfg.Engine.Direct)
 	}
-	l.fc.init(l.eng, l.ix, nofileBudget(), l.cfg.Logf)
+	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
-	l.dicts.init()
+	l.dicts.init(dictLeft / 2)
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
 

@@ -21,7 +21,6 @@ import (
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 )
 
 // TestMain removes the datasets the tests generated once every test has
@@ -666,11 +665,7 @@ func TestDiskBytesCountWhatTheDeviceMoved(t *testing.T) {
 	for g := 0; g < ix.NumPages(0); g++ {
 		loc := ix.Locate(0, g)
 		path := ix.File(loc.File).Path
-		var stx unix.Statx_t
-		a := int64(1)
-		if unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_DIOALIGN, &stx) == nil && stx.Mask&unix.STATX_DIOALIGN != 0 && stx.Dio_offset_align > 0 {
-			a = int64(max(stx.Dio_offset_align, stx.Dio_mem_align))
-		}
+		a := dioAlignOf(path)
 		end := loc.Offset + int64(loc.Size)
 		hi := min((end+a-1)/a*a, ix.File(loc.File).Size)
 		pageBytes += int64(loc.Size)

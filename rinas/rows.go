@@ -338,7 +338,18 @@ func concatRows(rows []rowItem) (arrow.Array, error) {
 				}
 				lo, hi := a.ValueOffsets(it.i)
 				b.Append(true)
-				vb.AppendValues(a.ListValues().(*array.Int32).Int32Values()[lo:hi], nil)
+				vals := a.ListValues().(*array.Int32)
+				if vals.NullN() == 0 {
+					vb.AppendValues(vals.Int32Values()[lo:hi], nil)
+					continue
+				}
+				for j := int(lo); j < int(hi); j++ { // null elements stay null
+					if vals.IsNull(j) {
+						vb.AppendNull()
+					} else {
+						vb.Append(vals.Value(j))
+					}
+				}
 			}
 			return b.NewArray(), nil
 		}
@@ -407,7 +418,9 @@ func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.dicts.store(c, d)
+	if err := l.dicts.store(c, d, func() string { return l.chunkName(c) }); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -107,7 +107,7 @@ func NewWithFlags(entries uint32, flags uint32) (*Ring, error) {
 	}
 	var p params
 	p.Flags = flags
-	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
+	fd, _, errno := syscall6(sysSetup, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0, 0, 0, 0)
 	if errno != 0 {
 		return nil, &Error{Op: "setup", Err: errno}
 	}
@@ -127,20 +127,20 @@ func (r *Ring) mapRings(p *params) error {
 		sqSize = cqSize
 	}
 	var err error
-	r.sqMem, err = unix.Mmap(r.fd, offSQRing, sqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	r.sqMem, err = unix.Mmap(r.fd, offSQRing, sqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return &Error{Op: "mmap sq ring", Err: err}
 	}
 	if single {
 		r.cqMem = r.sqMem
 	} else {
-		r.cqMem, err = unix.Mmap(r.fd, offCQRing, cqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+		r.cqMem, err = unix.Mmap(r.fd, offCQRing, cqSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 		if err != nil {
 			return &Error{Op: "mmap cq ring", Err: err}
 		}
 	}
 	sqeSize := int(p.SQEntries) * int(unsafe.Sizeof(SQE{}))
-	r.sqeMem, err = unix.Mmap(r.fd, offSQEs, sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	r.sqeMem, err = unix.Mmap(r.fd, offSQEs, sqeSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|mapPopulate)
 	if err != nil {
 		return &Error{Op: "mmap sqes", Err: err}
 	}
@@ -343,7 +343,7 @@ func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed bool) (int, erro
 		argsz = unsafe.Sizeof(r.arg)
 	}
 	for {
-		n, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit),
+		n, _, errno := syscall6(sysEnter, uintptr(r.fd), uintptr(toSubmit),
 			uintptr(minComplete), uintptr(flags), argp, argsz)
 		switch errno {
 		case 0:
@@ -403,7 +403,7 @@ func (r *Ring) register(op string, opcode uintptr, arg unsafe.Pointer, nr int) e
 		return ErrClosed
 	}
 	for {
-		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), opcode, uintptr(arg), uintptr(nr), 0, 0)
+		_, _, errno := syscall6(sysRegister, uintptr(r.fd), opcode, uintptr(arg), uintptr(nr), 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}

@@ -36,7 +36,7 @@ import (
 	"syscall"
 
 	"github.com/pagefeed/pagefeed/bench"
-	"golang.org/x/sys/unix"
+	"github.com/pagefeed/pagefeed/internal/term"
 )
 
 func main() {
@@ -115,8 +115,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return rep.WriteNormal(stdout)
 }
 
-// isTerminal reports whether f is a terminal (TCGETS succeeds).
+// isTerminal reports whether f is a terminal.
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return term.IsTerminal(f)
 }

@@ -121,8 +121,7 @@ type chunkRead struct {
 func readChunk(ctx context.Context, rd engine.BatchReader, ix *index.Index, k, c int) (*chunkRead, error) {
 	ci := ix.Chunk(k, c)
 	fi := ix.File(ci.File)
-	col := ix.Column(k)
-	cr := &chunkRead{chunk: &codec.Chunk{Descr: col.Descr, Codec: ci.Codec, Path: fi.Path, Column: col.Path}}
+	cr := &chunkRead{chunk: codec.ChunkOf(ci.Descr, ci.Codec, fi.Path, nil)}
 	var rs []engine.Range
 	if ci.DictSize > 0 {
 		rs = append(rs, engine.Range{Path: fi.Path, Off: ci.DictOffset, Len: int(ci.DictSize)})

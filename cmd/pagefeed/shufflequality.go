@@ -2,31 +2,29 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 
-	"github.com/pagefeed/pagefeed/bench"
+	"github.com/pagefeed/pagefeed/internal/quality"
 )
 
 func init() {
 	register("shufflequality", "train a small model under each shuffle order of a topic-sorted dataset; loss and order statistics", runShuffleQuality)
 }
 
-// runShuffleQuality binds flags to bench.QualityConfig, runs the
+// runShuffleQuality binds flags to quality.Config, runs the
 // experiment, prints the table and writes results.json and the charts
 // into --out.
 func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("shufflequality", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	var c bench.QualityConfig
+	var c quality.Config
 	var orders string
 	fs.IntVar(&c.Data.Topics, "topics", 8, "topics (classes)")
 	fs.IntVar(&c.Data.Rows, "rows", 16384, "training rows, sorted by topic")
@@ -41,7 +39,7 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&c.LR, "lr", 8, "SGD learning rate")
 	fs.IntVar(&c.EvalEvery, "eval-every", 16, "validation loss every this many steps (curves)")
 	fs.StringVar(&c.Fetch, "fetch", "ordered", "loader fetch: ordered (deterministic) or unordered")
-	fs.StringVar(&orders, "orders", strings.Join(bench.QualityOrders, ","), "orders to compare")
+	fs.StringVar(&orders, "orders", strings.Join(quality.Orders, ","), "orders to compare")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the dataset and the shuffles")
 	seeds := fs.Int("seeds", 1, "runs with seeds seed, seed+1, ...: a mean ± sd table too (charts show the first)")
 	out := fs.String("out", "shufflequality-results", "output `dir` for results.json, results.md and the charts")
@@ -86,60 +84,22 @@ func runShuffleQuality(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	var runs []*bench.QualityResult
-	for i := 0; i < *seeds; i++ {
-		ci := c
-		ci.Seed = c.Seed + uint64(i)
-		ci.Data.Seed = 0 // follows Seed
-		res, err := bench.RunQuality(ctx, ci)
-		if err != nil {
-			return err
-		}
-		if err := res.WriteTable(stdout); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout)
-		runs = append(runs, res)
-	}
-	res := runs[0]
-	doc := struct {
-		Runs    []*bench.QualityResult `json:"runs"`
-		Summary []bench.QualitySummary `json:"summary"`
-	}{runs, bench.SummarizeQuality(runs)}
-	if len(runs) > 1 {
-		fmt.Fprintf(stdout, "mean ± sd over %d seeds (%d..%d):\n\n", len(runs), c.Seed, c.Seed+uint64(len(runs)-1))
-		if err := bench.WriteQualitySummary(stdout, doc.Summary); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout)
-	}
-	writeJSON := func(w io.Writer) error {
-		e := json.NewEncoder(w)
-		e.SetIndent("", "  ")
-		return e.Encode(doc)
-	}
-	writeMD := func(w io.Writer) error {
-		for _, r := range runs {
-			if err := r.WriteTable(w); err != nil {
-				return err
-			}
-			fmt.Fprintln(w)
-		}
-		if len(runs) > 1 {
-			return bench.WriteQualitySummary(w, doc.Summary)
-		}
-		return nil
-	}
-	for name, write := range map[string]func(io.Writer) error{"results.json": writeJSON, "results.md": writeMD} {
-		if err := sqWriteFile(filepath.Join(*out, name), write); err != nil {
-			return err
-		}
-	}
-	charts, err := res.Charts(*out)
+	runs, err := quality.RunSeeds(ctx, c, *seeds, stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote results.json, results.md and %s (.svg, .png) in %s (first run: %.1fs)\n", strings.Join(charts, ", "), *out, res.TotalSeconds)
+	if len(runs) > 1 {
+		fmt.Fprintf(stdout, "mean ± sd over %d seeds (%d..%d):\n\n", len(runs), c.Seed, c.Seed+uint64(len(runs)-1))
+		if err := quality.WriteSummary(stdout, quality.Summarize(runs)); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+	}
+	charts, err := quality.WriteResults(*out, runs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote results.json, results.md and %s (.svg, .png) in %s (first run: %.1fs)\n", strings.Join(charts, ", "), *out, runs[0].TotalSeconds)
 	return nil
 }
 
@@ -154,19 +114,4 @@ func sqWritableDir(dir string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
-}
-
-func sqWriteFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

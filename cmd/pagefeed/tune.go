@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/pagefeed/pagefeed/internal/term"
 
 	"github.com/pagefeed/pagefeed/bench"
 )
@@ -31,99 +31,13 @@ const tuneUsage = `usage: pagefeed tune (--filename FILE [--size BYTES] | --parq
 // results.csv, results.json and the charts into --out and prints the knees.
 // Every bad input is reported before anything runs.
 func runTune(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned as one line; -h prints usage
-	var cfg bench.TuneConfig
-	direct := onOff(true)
-	var parquet, depths, bss, jobs, engines, batches, prefetch, runtime, size string
-	fs.StringVar(&cfg.Filename, "filename", "", "raw `file` to read (laid out at --size if missing)")
-	fs.StringVar(&size, "size", "", "bytes of --filename to use (e.g. 1g); required when it does not exist")
-	fs.StringVar(&parquet, "parquet", "", "comma-separated Parquet files, directories or globs")
-	fs.StringVar(&depths, "iodepth", "1,2,4,...,256", "raw: queue depths")
-	fs.StringVar(&bss, "bs", "4k,16k,64k,256k,1m", "raw: block sizes")
-	fs.StringVar(&jobs, "numjobs", "1", "raw: jobs (clones) run together")
-	fs.StringVar(&engines, "ioengine", "io_uring", "io engines: io_uring, psync, mmap (raw only)")
-	fs.StringVar(&batches, "batch", "8,16,...,256", "Parquet: pages per batch")
-	fs.StringVar(&prefetch, "prefetch", "1,2,4,8", "Parquet: batches read ahead")
-	fs.StringVar(&runtime, "runtime", "2s", "time per point (at least 200ms)")
-	fs.Var(&direct, "direct", "O_DIRECT reads: on|off")
-	fs.BoolVar(&cfg.CompareFio, "compare-fio", false, "raw: run fio on every point too, where fio is installed")
-	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary for --compare-fio")
-	fs.StringVar(&cfg.OutDir, "out", "tune-results", "output `dir` for results.csv, results.json and charts")
-	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the random offsets and page order")
-	replot := fs.String("replot", "", "redraw the charts and knees of `dir`/results.json into --out without measuring")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, tuneUsage)
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-		}
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (see pagefeed tune -h)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *replot != "" {
-		return replotTune(*replot, cfg.OutDir, stdout)
-	}
-	if parquet != "" {
-		for _, p := range strings.Split(parquet, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				cfg.Parquet = append(cfg.Parquet, p)
-			}
-		}
-		for _, raw := range []string{"iodepth", "bs", "numjobs", "size", "compare-fio"} {
-			if set[raw] {
-				return fmt.Errorf("--%s applies to --filename grids, not --parquet", raw)
-			}
-		}
-	} else {
-		for _, pq := range []string{"batch", "prefetch"} {
-			if set[pq] {
-				return fmt.Errorf("--%s applies to --parquet grids, not --filename", pq)
-			}
-		}
-	}
-	var err error
-	list := func(name, s string, lo, hi int64) []int {
-		if err != nil {
-			return nil
-		}
-		var vs []int
-		if vs, err = bench.ParseGridInts(s, lo, hi); err != nil {
-			err = fmt.Errorf("--%s %s: %w", name, s, err)
-		}
-		return vs
-	}
-	cfg.IODepths = list("iodepth", depths, 1, bench.MaxIODepth)
-	cfg.BlockSizes = list("bs", bss, 512, 256<<20)
-	cfg.NumJobs = list("numjobs", jobs, 1, 256)
-	cfg.Batches = list("batch", batches, 1, 1<<16)
-	cfg.Prefetch = list("prefetch", prefetch, 1, 64)
+	cfg, replot, err := parseTune(args, stderr)
 	if err != nil {
 		return err
 	}
-	allowed := []string{bench.EngineIOUring, bench.EnginePsync, bench.EngineMmap}
-	if parquet != "" {
-		allowed = allowed[:2]
+	if replot != "" {
+		return replotTune(replot, cfg.OutDir, stdout)
 	}
-	if cfg.IOEngines, err = bench.ParseGridWords(engines, allowed...); err != nil {
-		return fmt.Errorf("--ioengine %s: %w", engines, err)
-	}
-	if cfg.Runtime, err = bench.ParseTime(runtime); err != nil {
-		return fmt.Errorf("--runtime: %w", err)
-	}
-	if cfg.Runtime < bench.MinTuneRuntime {
-		return fmt.Errorf("--runtime %s is too short to measure (want at least %v)", runtime, bench.MinTuneRuntime)
-	}
-	if size != "" {
-		if cfg.Size, err = bench.ParseSize(size); err != nil || cfg.Size < 1 {
-			return fmt.Errorf("--size %q: want bytes or 4k, 1m, 2g", size)
-		}
-	}
-	cfg.NoDirect = !bool(direct)
 	cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed tune: "+f+"\n", a...) }
 	// Validate everything (grids, input, output folder) before running.
 	if err := cfg.Fill(); err != nil {
@@ -159,6 +73,114 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s in %s\n", strings.Join(files, ", "), cfg.OutDir)
 	return runErr
+}
+
+// tuneFlags are tune's flags that parseTune turns into TuneConfig fields.
+type tuneFlags struct {
+	parquet, depths, bss, jobs, engines, batches, prefetch, runtime, size string
+	direct                                                                onOff
+}
+
+// parseTune parses tune's flags into a TuneConfig, or returns the
+// --replot folder to redraw.
+func parseTune(args []string, stderr io.Writer) (cfg bench.TuneConfig, replot string, err error) {
+	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned as one line; -h prints usage
+	t := tuneFlags{direct: onOff(true)}
+	fs.StringVar(&cfg.Filename, "filename", "", "raw `file` to read (laid out at --size if missing)")
+	fs.StringVar(&t.size, "size", "", "bytes of --filename to use (e.g. 1g); required when it does not exist")
+	fs.StringVar(&t.parquet, "parquet", "", "comma-separated Parquet files, directories or globs")
+	fs.StringVar(&t.depths, "iodepth", "1,2,4,...,256", "raw: queue depths")
+	fs.StringVar(&t.bss, "bs", "4k,16k,64k,256k,1m", "raw: block sizes")
+	fs.StringVar(&t.jobs, "numjobs", "1", "raw: jobs (clones) run together")
+	fs.StringVar(&t.engines, "ioengine", "io_uring", "io engines: io_uring, psync, mmap (raw only)")
+	fs.StringVar(&t.batches, "batch", "8,16,...,256", "Parquet: pages per batch")
+	fs.StringVar(&t.prefetch, "prefetch", "1,2,4,8", "Parquet: batches read ahead")
+	fs.StringVar(&t.runtime, "runtime", "2s", "time per point (at least 200ms)")
+	fs.Var(&t.direct, "direct", "O_DIRECT reads: on|off")
+	fs.BoolVar(&cfg.CompareFio, "compare-fio", false, "raw: run fio on every point too, where fio is installed")
+	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary for --compare-fio")
+	fs.StringVar(&cfg.OutDir, "out", "tune-results", "output `dir` for results.csv, results.json and charts")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the random offsets and page order")
+	fs.StringVar(&replot, "replot", "", "redraw the charts and knees of `dir`/results.json into --out without measuring")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, tuneUsage)
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+		}
+		return cfg, "", err
+	}
+	if fs.NArg() > 0 {
+		return cfg, "", fmt.Errorf("unexpected argument %q (see pagefeed tune -h)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if replot != "" {
+		return cfg, replot, nil
+	}
+	if t.parquet != "" {
+		for _, p := range strings.Split(t.parquet, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				cfg.Parquet = append(cfg.Parquet, p)
+			}
+		}
+		for _, raw := range []string{"iodepth", "bs", "numjobs", "size", "compare-fio"} {
+			if set[raw] {
+				return cfg, "", fmt.Errorf("--%s applies to --filename grids, not --parquet", raw)
+			}
+		}
+	} else {
+		for _, pq := range []string{"batch", "prefetch"} {
+			if set[pq] {
+				return cfg, "", fmt.Errorf("--%s applies to --parquet grids, not --filename", pq)
+			}
+		}
+	}
+	return cfg, "", t.apply(&cfg)
+}
+
+// apply parses the grids, the runtime and the size into cfg.
+func (t *tuneFlags) apply(cfg *bench.TuneConfig) error {
+	var err error
+	list := func(name, s string, lo, hi int64) []int {
+		if err != nil {
+			return nil
+		}
+		var vs []int
+		if vs, err = bench.ParseGridInts(s, lo, hi); err != nil {
+			err = fmt.Errorf("--%s %s: %w", name, s, err)
+		}
+		return vs
+	}
+	cfg.IODepths = list("iodepth", t.depths, 1, bench.MaxIODepth)
+	cfg.BlockSizes = list("bs", t.bss, 512, 256<<20)
+	cfg.NumJobs = list("numjobs", t.jobs, 1, 256)
+	cfg.Batches = list("batch", t.batches, 1, 1<<16)
+	cfg.Prefetch = list("prefetch", t.prefetch, 1, 64)
+	if err != nil {
+		return err
+	}
+	allowed := []string{bench.EngineIOUring, bench.EnginePsync, bench.EngineMmap}
+	if t.parquet != "" {
+		allowed = allowed[:2]
+	}
+	if cfg.IOEngines, err = bench.ParseGridWords(t.engines, allowed...); err != nil {
+		return fmt.Errorf("--ioengine %s: %w", t.engines, err)
+	}
+	if cfg.Runtime, err = bench.ParseTime(t.runtime); err != nil {
+		return fmt.Errorf("--runtime: %w", err)
+	}
+	if cfg.Runtime < bench.MinTuneRuntime {
+		return fmt.Errorf("--runtime %s is too short to measure (want at least %v)", t.runtime, bench.MinTuneRuntime)
+	}
+	if t.size != "" {
+		if cfg.Size, err = bench.ParseSize(t.size); err != nil || cfg.Size < 1 {
+			return fmt.Errorf("--size %q: want bytes or 4k, 1m, 2g", t.size)
+		}
+	}
+	cfg.NoDirect = !bool(t.direct)
+	return nil
 }
 
 // replotTune redraws charts and knees from dir/results.json into out.
@@ -209,8 +231,7 @@ func (b *tuneBar) log(logf func(string, ...any), f string, a ...any) {
 func newTuneBar(stderr io.Writer, per time.Duration) *tuneBar {
 	b := &tuneBar{w: stderr, per: per}
 	if f, ok := stderr.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		b.enabled = err == nil
+		b.enabled = term.IsTerminal(f)
 	}
 	return b
 }

@@ -11,11 +11,11 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/codec/codectest"
 )
 
 func init() {
@@ -86,24 +86,9 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// errFooterUnsupported marks a footer arrow-go's metadata layer panics on:
-// a schema it cannot represent (e.g. a logical type newer than it knows),
-// which is a limit of the reader, not a corrupt file.
-var errFooterUnsupported = errors.New("arrow-go cannot represent its footer")
-
-// openForVerify opens a file with arrow-go, which panics on some schemas.
-func openForVerify(path string) (rdr *file.Reader, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %v", errFooterUnsupported, r)
-		}
-	}()
-	return file.OpenParquetFile(path, false)
-}
-
 func verifyFile(path string, cols []string, rng *rand.Rand) []verifyResult {
-	rdr, err := openForVerify(path)
-	if errors.Is(err, errFooterUnsupported) {
+	rdr, err := codectest.Open(path)
+	if errors.Is(err, codectest.ErrFooterUnsupported) {
 		return []verifyResult{{File: path, Column: "-", Status: "UNSUPPORTED", Reason: err.Error()}}
 	}
 	if err != nil {
@@ -146,9 +131,9 @@ func verifyFile(path string, cols []string, rng *rand.Rand) []verifyResult {
 			if ferr != nil {
 				rerr = ferr
 			} else {
-				ref, rerr = verifyReference(fr, rg, col)
+				ref, rerr = codectest.Reference(fr, rg, col)
 			}
-			pages, rows, row, err := verifyChunk(dec, f, path, rdr, rg, col, ref, rng)
+			pages, rows, m, err := verifyChunk(dec, f, path, rdr, rg, col, ref, rng)
 			if ref != nil {
 				ref.Release()
 			}
@@ -159,14 +144,18 @@ func verifyFile(path string, cols []string, rng *rand.Rand) []verifyResult {
 				r.Status, r.Reason = "UNSUPPORTED", err.Error()
 			case err != nil:
 				r.Status, r.Reason = "ERROR", err.Error()
-			case row >= 0:
-				at := firstRow + row
+			case m != nil:
+				// a page that fails its own checks has no row to name
+				at := firstRow + max(m.Row, 0)
 				r.Status, r.Row = "MISMATCH", &at
+				if m.Row < 0 {
+					r.Reason = m.Msg
+				}
 			case rerr != nil:
 				// our pages decode, but there is nothing to compare with
 				r.Status, r.Reason = "UNSUPPORTED", "no reference: pqarrow cannot read it: "+rerr.Error()
 			}
-			if r.Status != "OK" && r.Status != "UNSUPPORTED" || err != nil || row >= 0 {
+			if r.Status != "OK" && r.Status != "UNSUPPORTED" || err != nil || m != nil {
 				break
 			}
 			firstRow += md.RowGroup(rg).NumRows()
@@ -176,111 +165,20 @@ func verifyFile(path string, cols []string, rng *rand.Rand) []verifyResult {
 	return out
 }
 
-// verifyReference is codec.ReferenceColumn, surviving pqarrow's panics.
-func verifyReference(fr *pqarrow.FileReader, rg, col int) (arr arrow.Array, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("pqarrow panicked: %v", r)
-		}
-	}()
-	return codec.ReferenceColumn(fr, rg, col)
-}
-
-// verifyChunk decodes every page of a column chunk alone (with the pages
-// after it for a row that continues), in shuffled order, and compares the
-// rows with ref when there is one. It returns the pages and rows decoded
-// and the first differing row in the chunk, or -1.
-func verifyChunk(dec *codec.Decoder, f io.ReaderAt, path string, rdr *file.Reader, rg, col int, ref arrow.Array, rng *rand.Rand) (pages int, rows int64, row int64, err error) {
-	md := rdr.MetaData()
-	chunk, err := codec.NewChunk(md, path, rg, col)
+// verifyChunk reads one column chunk and runs codectest.Check on it, its
+// pages decoded in an order drawn from rng. It returns the pages and rows
+// decoded, and the difference found or nil.
+func verifyChunk(dec *codec.Decoder, f io.ReaderAt, path string, rdr *file.Reader, rg, col int, ref arrow.Array, rng *rand.Rand) (pages int, rows int64, m *codectest.Mismatch, err error) {
+	cp, err := codectest.ReadChunk(f, path, rdr.MetaData(), rg, col)
 	if err != nil {
-		return 0, 0, -1, err
+		return 0, 0, nil, err
 	}
-	cc, err := md.RowGroup(rg).ColumnChunk(col)
+	rows, err = codectest.Check(dec, cp, ref, rng.Perm(len(cp.Pages)))
+	if errors.As(err, &m) {
+		return len(cp.Pages), rows, m, nil
+	}
 	if err != nil {
-		return 0, 0, -1, err
+		return 0, 0, nil, err
 	}
-	off, n := codec.ChunkRange(cc)
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return 0, 0, -1, fmt.Errorf("read column chunk at %d: %w", off, err)
-	}
-	refs, err := codec.SplitChunk(buf)
-	if err != nil {
-		return 0, 0, -1, err
-	}
-	var dict *codec.Dictionary
-	var pgs [][]byte
-	var offs []int64
-	for _, pr := range refs {
-		b := buf[pr.Off : pr.Off+int64(pr.Len)]
-		if pr.Header.Type == codec.DictionaryPage {
-			if dict, err = dec.Dictionary(chunk, b, off+pr.Off); err != nil {
-				return 0, 0, -1, err
-			}
-			continue
-		}
-		pgs = append(pgs, b)
-		offs = append(offs, off+pr.Off)
-	}
-	decoded := make([]arrow.Array, len(pgs))
-	defer func() {
-		for _, a := range decoded {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
-	for _, i := range rng.Perm(len(pgs)) {
-		pg, err := dec.DecodeSpan(chunk, dict, pgs[i:], offs[i:])
-		if err != nil {
-			return 0, 0, -1, err
-		}
-		decoded[i] = pg.Array()
-		decoded[i].Retain()
-		pg.Release()
-	}
-	var at int64
-	for _, a := range decoded {
-		n := int64(a.Len())
-		if ref != nil {
-			if at+n > int64(ref.Len()) {
-				return len(pgs), at + n, min(at, int64(ref.Len())), nil
-			}
-			if d := firstDifference(a, ref, at); d >= 0 {
-				return len(pgs), at + n, at + d, nil
-			}
-		}
-		at += n
-	}
-	if at != md.RowGroup(rg).NumRows() {
-		return len(pgs), at, at, nil
-	}
-	if ref != nil && at != int64(ref.Len()) {
-		return len(pgs), at, at, nil
-	}
-	return len(pgs), at, -1, nil
-}
-
-// firstDifference compares a with ref[at:at+len(a)] and returns the first
-// differing row of a, or -1.
-func firstDifference(a, ref arrow.Array, at int64) int64 {
-	want, err := codec.ProjectLike(array.NewSlice(ref, at, at+int64(a.Len())), a.DataType())
-	if err != nil {
-		return 0
-	}
-	defer want.Release()
-	if codec.Equal(a, want) {
-		return -1
-	}
-	for i := 0; i < a.Len(); i++ {
-		x, y := array.NewSlice(a, int64(i), int64(i+1)), array.NewSlice(want, int64(i), int64(i+1))
-		eq := codec.Equal(x, y)
-		x.Release()
-		y.Release()
-		if !eq {
-			return int64(i)
-		}
-	}
-	return 0
+	return len(cp.Pages), rows, nil, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/codec/codectest"
 )
 
 func TestVerifyCommand(t *testing.T) {
@@ -77,7 +78,7 @@ func TestVerifyCommandFailures(t *testing.T) {
 // decoded pages is reported at the right row.
 func TestVerifyFindsMismatch(t *testing.T) {
 	path, _, _ := writeCatFixture(t)
-	rdr, err := openForVerify(path)
+	rdr, err := codectest.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,12 +96,12 @@ func TestVerifyFindsMismatch(t *testing.T) {
 	defer ref.Release()
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
-	_, rows, row, err := verifyChunk(dec, f, path, rdr, 0, 1, ref, rand.New(rand.NewSource(1)))
+	_, rows, m, err := verifyChunk(dec, f, path, rdr, 0, 1, ref, rand.New(rand.NewSource(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rows != 4 || row != 2 {
-		t.Fatalf("rows %d, first difference %d; want 4, 2", rows, row)
+	if rows != 4 || m == nil || m.Row != 2 {
+		t.Fatalf("rows %d, difference %v; want 4, row 2", rows, m)
 	}
 	_ = arrow.BinaryTypes.String
 }

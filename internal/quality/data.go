@@ -1,9 +1,12 @@
-// Package quality holds the pieces of the shuffle-quality experiment
-// (YOUMU's Table 3 in miniature): a topic-sorted Parquet dataset, the
-// worst case for local shuffles; a softmax-regression topic classifier
-// trained with SGD; and statistics of a delivery order.
+// Package quality is the shuffle-quality experiment (YOUMU's Table 3 in
+// miniature): a topic-sorted Parquet dataset, the worst case for local
+// shuffles; a softmax-regression topic classifier trained with SGD; the
+// statistics of a delivery order; and Run, which trains the model under
+// each shuffle order of the loader and reports loss and order statistics.
+// `pagefeed shufflequality` only binds flags to Config.
 //
-// Everything is deterministic for a seed. Nothing here starts goroutines.
+// Everything is deterministic for a seed (with the ordered fetch). The
+// loader Run opens is closed before it returns.
 package quality
 
 import (

@@ -1,4 +1,4 @@
-package bench
+package quality
 
 import (
 	"bytes"
@@ -10,14 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/pagefeed/pagefeed/internal/quality"
 )
 
-func tinyQuality(t *testing.T) QualityConfig {
+func tinyExperiment(t *testing.T) Config {
 	t.Helper()
-	return QualityConfig{
-		Data:      quality.DataConfig{Dir: t.TempDir(), Topics: 4, Rows: 2048, ValRows: 128, Vocab: 256, DocLen: 16, RowGroupRows: 256, PageBytes: 512},
+	return Config{
+		Data:      DataConfig{Dir: t.TempDir(), Topics: 4, Rows: 2048, ValRows: 128, Vocab: 256, DocLen: 16, RowGroupRows: 256, PageBytes: 512},
 		BatchRows: 16, BufferRows: 128, EvalEvery: 8, LR: 4, Seed: 11, Logf: t.Logf,
 	}
 }
@@ -26,14 +24,14 @@ func tinyQuality(t *testing.T) QualityConfig {
 // has rank correlation 1, the row shuffle about 0, training under the row
 // shuffle lowers the loss, and every order takes the same steps.
 func TestQualityTiny(t *testing.T) {
-	res, err := RunQuality(context.Background(), tinyQuality(t))
+	res, err := Run(context.Background(), tinyExperiment(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Orders) != len(QualityOrders) || res.Pages < 3*res.RowGroups || res.RowGroups != 8 {
+	if len(res.Orders) != len(Orders) || res.Pages < 3*res.RowGroups || res.RowGroups != 8 {
 		t.Fatalf("%d orders, %d pages, %d row groups", len(res.Orders), res.Pages, res.RowGroups)
 	}
-	by := map[string]QualityRow{}
+	by := map[string]Row{}
 	for _, o := range res.Orders {
 		by[o.Order] = o
 		if o.Rows != 2048 || o.Steps != 128 {
@@ -78,7 +76,7 @@ func TestQualityTiny(t *testing.T) {
 			RankCorr float64 `json:"rank_correlation"`
 		} `json:"orders"`
 	}
-	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Orders) != len(QualityOrders) || doc.Orders[0].ValLoss != res.Orders[0].ValLoss {
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil || len(doc.Orders) != len(Orders) || doc.Orders[0].ValLoss != res.Orders[0].ValLoss {
 		t.Fatalf("json %v: %s", err, b.String())
 	}
 	dir := t.TempDir()
@@ -98,9 +96,9 @@ func TestQualityTiny(t *testing.T) {
 // TestQualityDeterministic: the same seed gives the same losses.
 func TestQualityDeterministic(t *testing.T) {
 	run := func() []float64 {
-		c := tinyQuality(t)
+		c := tinyExperiment(t)
 		c.Orders = []string{"page+buffer", "stream"}
-		res, err := RunQuality(context.Background(), c)
+		res, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,38 +115,38 @@ func TestQualityDeterministic(t *testing.T) {
 func TestQualityConfigErrors(t *testing.T) {
 	cases := []struct {
 		name string
-		mod  func(*QualityConfig)
+		mod  func(*Config)
 		want string
 	}{
-		{"order", func(c *QualityConfig) { c.Orders = []string{"random"} }, "order"},
-		{"batch", func(c *QualityConfig) { c.BatchRows = -1 }, "batch"},
-		{"buffer", func(c *QualityConfig) { c.BufferRows = -5 }, "buffer"},
-		{"lr", func(c *QualityConfig) { c.LR = math.NaN() }, "learning rate"},
-		{"fetch", func(c *QualityConfig) { c.Fetch = "sideways" }, "fetch"},
-		{"data", func(c *QualityConfig) { c.Data.Topics = 1 }, "topics"},
+		{"order", func(c *Config) { c.Orders = []string{"random"} }, "order"},
+		{"batch", func(c *Config) { c.BatchRows = -1 }, "batch"},
+		{"buffer", func(c *Config) { c.BufferRows = -5 }, "buffer"},
+		{"lr", func(c *Config) { c.LR = math.NaN() }, "learning rate"},
+		{"fetch", func(c *Config) { c.Fetch = "sideways" }, "fetch"},
+		{"data", func(c *Config) { c.Data.Topics = 1 }, "topics"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := tinyQuality(t)
+			c := tinyExperiment(t)
 			tc.mod(&c)
-			_, err := RunQuality(context.Background(), c)
-			if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrBadOption about %q", err, tc.want)
+			_, err := Run(context.Background(), c)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want ErrConfig about %q", err, tc.want)
 			}
 		})
 	}
 }
 
 func TestSummarizeQuality(t *testing.T) {
-	run := func(loss, rc float64) *QualityResult {
-		return &QualityResult{Orders: []QualityRow{{Order: "row", ValLoss: loss, TailLoss: loss, RankCorr: rc, PagesPerBatch: 4}}}
+	run := func(loss, rc float64) *Result {
+		return &Result{Orders: []Row{{Order: "row", ValLoss: loss, TailLoss: loss, RankCorr: rc, PagesPerBatch: 4}}}
 	}
-	s := SummarizeQuality([]*QualityResult{run(1, 0.1), run(3, -0.1)})
+	s := Summarize([]*Result{run(1, 0.1), run(3, -0.1)})
 	if len(s) != 1 || s[0].Runs != 2 || s[0].ValLossMean != 2 || math.Abs(s[0].ValLossSD-math.Sqrt2) > 1e-12 || s[0].RankCorrMean != 0 || s[0].PagesPerBatch != 4 {
 		t.Fatalf("summary %+v", s)
 	}
 	var b bytes.Buffer
-	if err := WriteQualitySummary(&b, s); err != nil || !strings.Contains(b.String(), "2.000 ± 1.414") {
+	if err := WriteSummary(&b, s); err != nil || !strings.Contains(b.String(), "2.000 ± 1.414") {
 		t.Fatalf("table %v:\n%s", err, b.String())
 	}
 }

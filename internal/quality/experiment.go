@@ -1,4 +1,4 @@
-package bench
+package quality
 
 import (
 	"context"
@@ -18,23 +18,22 @@ import (
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/plot"
-	"github.com/pagefeed/pagefeed/internal/quality"
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
-// QualityOrders are the orders of the shuffle-quality experiment, best
+// Orders are the orders of the shuffle-quality experiment, best
 // expected first: a full row shuffle (ideal), page shuffle with and
 // without the shuffle buffer, row-group shuffle, a sequential stream
 // through the buffer, and file order.
-var QualityOrders = []string{"row", "page+buffer", "page", "rowgroup", "stream", "none"}
+var Orders = []string{"row", "page+buffer", "page", "rowgroup", "stream", "none"}
 
-// QualityConfig configures RunQuality. Zero fields take the defaults of
-// fill; Data's zero fields take quality.DataConfig's.
-type QualityConfig struct {
+// Config configures Run. Zero fields take the defaults of
+// fill; Data's zero fields take DataConfig's.
+type Config struct {
 	// Data is the generated dataset; Data.Dir defaults to a temporary
 	// folder removed at the end.
-	Data quality.DataConfig
-	// Orders to train under; default QualityOrders.
+	Data DataConfig
+	// Orders to train under; default Orders.
 	Orders []string
 	// BatchRows is the SGD batch, cut by the loader; default 32.
 	BatchRows int
@@ -56,13 +55,13 @@ type QualityConfig struct {
 	Logf func(format string, args ...any)
 }
 
-func (c *QualityConfig) fill() error {
+func (c *Config) fill() error {
 	if len(c.Orders) == 0 {
-		c.Orders = QualityOrders
+		c.Orders = Orders
 	}
 	for _, o := range c.Orders {
-		if !slices.Contains(QualityOrders, o) {
-			return fmt.Errorf("%w: order %q (want %s)", ErrBadOption, o, strings.Join(QualityOrders, ", "))
+		if !slices.Contains(Orders, o) {
+			return fmt.Errorf("%w: order %q (want %s)", ErrConfig, o, strings.Join(Orders, ", "))
 		}
 	}
 	if c.BatchRows == 0 {
@@ -81,17 +80,17 @@ func (c *QualityConfig) fill() error {
 		c.Fetch = "ordered"
 	}
 	if _, err := rinas.ParseFetch(c.Fetch); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadOption, err)
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	switch {
 	case c.BatchRows < 1 || c.BatchRows > 1<<16:
-		return fmt.Errorf("%w: batch of %d rows (want 1..65536)", ErrBadOption, c.BatchRows)
+		return fmt.Errorf("%w: batch of %d rows (want 1..65536)", ErrConfig, c.BatchRows)
 	case c.BufferRows < 1 || c.BufferRows > 1<<24:
-		return fmt.Errorf("%w: buffer of %d rows", ErrBadOption, c.BufferRows)
+		return fmt.Errorf("%w: buffer of %d rows", ErrConfig, c.BufferRows)
 	case !(c.LR > 0) || math.IsInf(c.LR, 0):
-		return fmt.Errorf("%w: learning rate %g", ErrBadOption, c.LR)
+		return fmt.Errorf("%w: learning rate %g", ErrConfig, c.LR)
 	case c.EvalEvery < 1:
-		return fmt.Errorf("%w: eval every %d steps", ErrBadOption, c.EvalEvery)
+		return fmt.Errorf("%w: eval every %d steps", ErrConfig, c.EvalEvery)
 	}
 	if c.Data.Seed == 0 {
 		c.Data.Seed = c.Seed
@@ -102,8 +101,8 @@ func (c *QualityConfig) fill() error {
 	return nil
 }
 
-// QualityRow is one order's outcome.
-type QualityRow struct {
+// Row is one order's outcome.
+type Row struct {
 	Order      string  `json:"order"`
 	Shuffle    string  `json:"shuffle"`
 	BufferRows int     `json:"buffer_rows"`
@@ -124,22 +123,22 @@ type QualityRow struct {
 	Seconds    float64   `json:"seconds"`
 }
 
-// QualityResult is RunQuality's outcome.
-type QualityResult struct {
-	Topics       int          `json:"topics"`
-	Rows         int          `json:"rows"`
-	ValRows      int          `json:"val_rows"`
-	Vocab        int          `json:"vocab"`
-	Pages        int          `json:"pages"`
-	RowGroups    int          `json:"row_groups"`
-	BatchRows    int          `json:"batch_rows"`
-	BufferRows   int          `json:"buffer_rows"`
-	LR           float64      `json:"lr"`
-	Seed         uint64       `json:"seed"`
-	Fetch        string       `json:"fetch"`
-	UniformLoss  float64      `json:"uniform_loss"` // ln(topics): the untrained model
-	Orders       []QualityRow `json:"orders"`
-	TotalSeconds float64      `json:"total_seconds"`
+// Result is Run's outcome.
+type Result struct {
+	Topics       int     `json:"topics"`
+	Rows         int     `json:"rows"`
+	ValRows      int     `json:"val_rows"`
+	Vocab        int     `json:"vocab"`
+	Pages        int     `json:"pages"`
+	RowGroups    int     `json:"row_groups"`
+	BatchRows    int     `json:"batch_rows"`
+	BufferRows   int     `json:"buffer_rows"`
+	LR           float64 `json:"lr"`
+	Seed         uint64  `json:"seed"`
+	Fetch        string  `json:"fetch"`
+	UniformLoss  float64 `json:"uniform_loss"` // ln(topics): the untrained model
+	Orders       []Row   `json:"orders"`
+	TotalSeconds float64 `json:"total_seconds"`
 }
 
 // orderConfig maps an order name to the loader's shuffle and buffer.
@@ -159,13 +158,13 @@ func orderConfig(order string, buffer int) (rinas.Shuffle, int) {
 	return rinas.ShuffleNone, 0
 }
 
-// RunQuality writes the topic-sorted dataset, then for each order reads
+// Run writes the topic-sorted dataset, then for each order reads
 // one epoch through the loader (rinas) in BatchRows batches and trains a
 // fresh model on them, one SGD step per batch, so every order gets the
 // same steps over the same rows. It checks that every row is delivered
 // exactly once with the tokens written, and reports the final validation
 // loss and the order statistics.
-func RunQuality(ctx context.Context, cfg QualityConfig) (*QualityResult, error) {
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
@@ -173,20 +172,20 @@ func RunQuality(ctx context.Context, cfg QualityConfig) (*QualityResult, error) 
 	if cfg.Data.Dir == "" {
 		dir, err := os.MkdirTemp("", "pagefeed-quality-")
 		if err != nil {
-			return nil, &Error{Op: "mkdir", Path: os.TempDir(), Off: -1, Err: err}
+			return nil, fmt.Errorf("quality: %w", err) // a *fs.PathError
 		}
 		defer os.RemoveAll(dir)
 		cfg.Data.Dir = dir
 	}
-	ds, err := quality.Write(cfg.Data)
+	ds, err := Write(cfg.Data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadOption, err)
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	ix, err := index.Build(ctx, []string{ds.Path}, index.Options{Columns: []string{quality.TokensColumn}, NoSidecar: true, Logf: cfg.Logf})
+	ix, err := index.Build(ctx, []string{ds.Path}, index.Options{Columns: []string{TokensColumn}, NoSidecar: true, Logf: cfg.Logf})
 	if err != nil {
 		return nil, err
 	}
-	res := &QualityResult{
+	res := &Result{
 		Topics: ds.Topics, Rows: len(ds.Docs), ValRows: len(ds.ValDocs), Vocab: ds.Vocab,
 		Pages: ix.NumPages(0), RowGroups: ix.NumChunks(), BatchRows: cfg.BatchRows, BufferRows: cfg.BufferRows,
 		LR: cfg.LR, Seed: cfg.Seed, Fetch: cfg.Fetch, UniformLoss: ds.UniformLoss(),
@@ -204,7 +203,7 @@ func RunQuality(ctx context.Context, cfg QualityConfig) (*QualityResult, error) 
 	return res, nil
 }
 
-func trainOrder(ctx context.Context, cfg *QualityConfig, ds *quality.Dataset, ix *index.Index, order string) (*QualityRow, error) {
+func trainOrder(ctx context.Context, cfg *Config, ds *Dataset, ix *index.Index, order string) (*Row, error) {
 	t0 := time.Now()
 	sh, buf := orderConfig(order, cfg.BufferRows)
 	fe, _ := rinas.ParseFetch(cfg.Fetch)
@@ -217,8 +216,8 @@ func trainOrder(ctx context.Context, cfg *QualityConfig, ds *quality.Dataset, ix
 		return nil, err
 	}
 	defer l.Close()
-	m := quality.NewModel(ds.Topics, ds.Vocab, cfg.LR)
-	row := &QualityRow{Order: order, Shuffle: sh.String(), BufferRows: buf}
+	m := NewModel(ds.Topics, ds.Vocab, cfg.LR)
+	row := &Row{Order: order, Shuffle: sh.String(), BufferRows: buf}
 	eval := func() error {
 		loss, _, err := m.Eval(ds.ValDocs, ds.ValLabels)
 		row.CurveSteps = append(row.CurveSteps, row.Steps)
@@ -228,7 +227,7 @@ func trainOrder(ctx context.Context, cfg *QualityConfig, ds *quality.Dataset, ix
 	if err := eval(); err != nil {
 		return nil, err
 	}
-	var st quality.OrderStats
+	var st OrderStats
 	delivered := make([]bool, len(ds.Docs))
 	var docs [][]int32
 	var labels []int32
@@ -300,7 +299,7 @@ func tailMean(xs []int, ys []float64, from int) float64 {
 // batchRows maps each row of b back to its original row through the index,
 // checks it is new and holds the tokens written, and appends its tokens
 // (aliasing b), label, original row and page.
-func batchRows(b *rinas.Batch, ix *index.Index, ds *quality.Dataset, delivered []bool,
+func batchRows(b *rinas.Batch, ix *index.Index, ds *Dataset, delivered []bool,
 	docs *[][]int32, labels *[]int32, origs *[]int64, pages *[]uint64) error {
 	if b.Rows == 0 {
 		return nil
@@ -341,7 +340,7 @@ func batchRows(b *rinas.Batch, ix *index.Index, ds *quality.Dataset, delivered [
 }
 
 // WriteTable writes the result as a Markdown table.
-func (r *QualityResult) WriteTable(w io.Writer) error {
+func (r *Result) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%d topics, %d training rows sorted by topic in %d pages and %d row groups, %d validation rows; batch %d rows, buffer %d rows, SGD lr %g, seed %d, %s fetch; untrained loss ln(%d) = %.4f\n\n",
 		r.Topics, r.Rows, r.Pages, r.RowGroups, r.ValRows, r.BatchRows, r.BufferRows, r.LR, r.Seed, r.Fetch, r.Topics, r.UniformLoss)
 	rows := [][]string{{"order", "steps", "val loss (nats)", "last-quarter mean loss", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
@@ -381,7 +380,7 @@ func writeMarkdown(w io.Writer, rows [][]string) error {
 }
 
 // WriteJSON writes the result, indented.
-func (r *QualityResult) WriteJSON(w io.Writer) error {
+func (r *Result) WriteJSON(w io.Writer) error {
 	e := json.NewEncoder(w)
 	e.SetIndent("", "  ")
 	return e.Encode(r)
@@ -390,9 +389,9 @@ func (r *QualityResult) WriteJSON(w io.Writer) error {
 // Charts writes shuffle_quality_loss (final validation loss per order, a
 // bar chart) and shuffle_quality_curves (validation loss against step)
 // into dir as SVG and PNG, and returns their base names.
-func (r *QualityResult) Charts(dir string) ([]string, error) {
+func (r *Result) Charts(dir string) ([]string, error) {
 	if len(r.Orders) == 0 {
-		return nil, errors.New("bench: no order to chart")
+		return nil, errors.New("quality: no order to chart")
 	}
 	bars := plot.Bars{
 		Title:  fmt.Sprintf("final validation loss by order (%d topics, rows sorted by topic)", r.Topics),
@@ -420,8 +419,8 @@ func (r *QualityResult) Charts(dir string) ([]string, error) {
 	return names, nil
 }
 
-// QualitySummary is one order over several runs (seeds).
-type QualitySummary struct {
+// Summary is one order over several runs (seeds).
+type Summary struct {
 	Order          string  `json:"order"`
 	Runs           int     `json:"runs"`
 	ValLossMean    float64 `json:"val_loss_mean"`
@@ -434,12 +433,12 @@ type QualitySummary struct {
 	TopicsPerBatch float64 `json:"topics_per_batch"`
 }
 
-// SummarizeQuality averages each order over runs (same orders in each).
-func SummarizeQuality(runs []*QualityResult) []QualitySummary {
+// Summarize averages each order over runs (same orders in each).
+func Summarize(runs []*Result) []Summary {
 	if len(runs) == 0 {
 		return nil
 	}
-	var out []QualitySummary
+	var out []Summary
 	for i, o := range runs[0].Orders {
 		var vl, tl, acc, rc, ppb, tpb []float64
 		for _, r := range runs {
@@ -450,7 +449,7 @@ func SummarizeQuality(runs []*QualityResult) []QualitySummary {
 			vl, tl, acc, rc = append(vl, q.ValLoss), append(tl, q.TailLoss), append(acc, q.ValAcc), append(rc, q.RankCorr)
 			ppb, tpb = append(ppb, q.PagesPerBatch), append(tpb, q.TopicsPerBatch)
 		}
-		s := QualitySummary{Order: o.Order, Runs: len(vl)}
+		s := Summary{Order: o.Order, Runs: len(vl)}
 		s.ValLossMean, s.ValLossSD = meanSD(vl)
 		s.TailLossMean, s.TailLossSD = meanSD(tl)
 		s.ValAccMean, _ = meanSD(acc)
@@ -480,8 +479,8 @@ func meanSD(xs []float64) (mean, sd float64) {
 	return mean, math.Sqrt(sd / float64(len(xs)-1))
 }
 
-// WriteQualitySummary writes summaries as a Markdown table (mean ± sd).
-func WriteQualitySummary(w io.Writer, sums []QualitySummary) error {
+// WriteSummary writes summaries as a Markdown table (mean ± sd).
+func WriteSummary(w io.Writer, sums []Summary) error {
 	rows := [][]string{{"order", "runs", "val loss (nats)", "last-quarter mean loss", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
 	for _, s := range sums {
 		rows = append(rows, []string{s.Order, fmt.Sprint(s.Runs), fmt.Sprintf("%.3f ± %.3f", s.ValLossMean, s.ValLossSD),
@@ -489,4 +488,80 @@ func WriteQualitySummary(w io.Writer, sums []QualitySummary) error {
 			fmt.Sprintf("%+.3f", s.RankCorrMean), fmt.Sprintf("%.1f", s.PagesPerBatch), fmt.Sprintf("%.2f", s.TopicsPerBatch)})
 	}
 	return writeMarkdown(w, rows)
+}
+
+// RunSeeds runs the experiment seeds times, with cfg.Seed, cfg.Seed+1, ...
+// (the dataset's seed follows), and writes each run's table to w as it
+// ends.
+func RunSeeds(ctx context.Context, cfg Config, seeds int, w io.Writer) ([]*Result, error) {
+	if seeds < 1 || seeds > 100 {
+		return nil, fmt.Errorf("%w: %d seeds (want 1..100)", ErrConfig, seeds)
+	}
+	var runs []*Result
+	for i := 0; i < seeds; i++ {
+		ci := cfg
+		ci.Seed = cfg.Seed + uint64(i)
+		ci.Data.Seed = 0 // follows Seed
+		res, err := Run(ctx, ci)
+		if err != nil {
+			return runs, err
+		}
+		if err := res.WriteTable(w); err != nil {
+			return runs, err
+		}
+		fmt.Fprintln(w)
+		runs = append(runs, res)
+	}
+	return runs, nil
+}
+
+// WriteResults writes results.json (every run and the summary),
+// results.md (the tables) and the first run's charts into dir, which
+// must exist, and returns the charts' base names.
+func WriteResults(dir string, runs []*Result) ([]string, error) {
+	if len(runs) == 0 {
+		return nil, errors.New("quality: no run to write")
+	}
+	doc := struct {
+		Runs    []*Result `json:"runs"`
+		Summary []Summary `json:"summary"`
+	}{runs, Summarize(runs)}
+	writeJSON := func(w io.Writer) error {
+		e := json.NewEncoder(w)
+		e.SetIndent("", "  ")
+		return e.Encode(doc)
+	}
+	writeMD := func(w io.Writer) error {
+		for _, r := range runs {
+			if err := r.WriteTable(w); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+		}
+		if len(runs) > 1 {
+			return WriteSummary(w, doc.Summary)
+		}
+		return nil
+	}
+	for name, write := range map[string]func(io.Writer) error{"results.json": writeJSON, "results.md": writeMD} {
+		if err := writeFile(filepath.Join(dir, name), write); err != nil {
+			return nil, err
+		}
+	}
+	return runs[0].Charts(dir)
+}
+
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,0 +1,46 @@
+// Package rinas is pagefeed's loader: the control plane that turns a page
+// index into batches. It implements RINAS's intra-batch unordered fetching
+// (every read of a batch, and of the next Prefetch batches, is in flight at
+// once, and a batch is assembled in completion order) over YOUMU's
+// page-level shuffle, with Reimu's row-group shuffle, a full row shuffle, a
+// sequential stream with a local shuffle buffer, and no shuffle as
+// baselines.
+//
+// # Use
+//
+// Open builds (or loads) the page index of Config.Paths, sizes the engine
+// and its buffers, and starts reading. Next returns batches until io.EOF
+// after the last epoch; any other error ends the run:
+//
+//	for {
+//		b, err := l.Next(ctx)
+//		if err == io.EOF {
+//			break
+//		}
+//		if err != nil {
+//			return err
+//		}
+//		consume(b)
+//		b.Release()
+//	}
+//
+// # Contracts
+//
+// Exactly once: every row of the projection is delivered once per epoch
+// per rank, and the union over the ranks of a world is the dataset, for
+// every shuffle. State, taken between two Next calls, is a small JSON
+// checkpoint; Config.Resume continues from it exactly, and Reshard turns
+// the states of all ranks into states for another world size without
+// losing or repeating a row.
+//
+// Memory is fixed at Open: engine slots, the fetch window and the output
+// token buffers come from pools sized by the Config. A consumer that does
+// not Release its batches blocks Next (backpressure); ctx still ends it.
+// A batch's memory is the loader's until Release and is reused after it:
+// Arrow's Retain does not keep it; Batch.Detach copies what must outlive
+// the batch.
+//
+// A Loader is used by one goroutine: Next, State and Close must not be
+// called concurrently. Batch.Release may be called from any goroutine.
+// Close waits for every goroutine the loader started.
+package rinas
