@@ -84,12 +84,16 @@ type BatchReadCloser interface {
 }
 
 // OpenBatchReader is the reader for a caller without an engine of its own
-// (an index build): a RangeReader over an engine it starts (Auto, queue
-// depth parallelism clamped to [64, 256], ReaderSlotSize slots, notices to
-// logf), or where no engine can start, a PreadReader with parallelism
-// goroutines, said through logf. parallelism ≤ 0 means max(8,
-// 2*GOMAXPROCS); logf nil means stderr. Close the result after the last
-// batch.
+// (an index build). It starts its engine only when a batch is worth one:
+// a batch of fewer than SmallBatch ranges (a few footers, a sidecar's
+// checks) is read by a PreadReader, since starting an engine costs
+// milliseconds that a few small preads do not. The first larger batch
+// starts an engine (Auto, queue depth parallelism clamped to [64, 256],
+// ReaderSlotSize slots, notices to logf) and it and every later large
+// batch go through a RangeReader over it; where no engine can start, they
+// go through the PreadReader, said once through logf. parallelism ≤ 0
+// means max(8, 2*GOMAXPROCS); logf nil means stderr. Close the result
+// after the last batch: it stops the engine.
 func OpenBatchReader(parallelism int, logf func(format string, args ...any)) BatchReadCloser {
 	if parallelism <= 0 {
 		parallelism = max(8, 2*runtime.GOMAXPROCS(0))
@@ -99,17 +103,75 @@ func OpenBatchReader(parallelism int, logf func(format string, args ...any)) Bat
 			fmt.Fprintf(os.Stderr, "pagefeed: engine: "+format+"\n", args...)
 		}
 	}
-	r, err := StartRangeReader(Options{
-		Kind:       Auto,
-		QueueDepth: min(max(64, parallelism), 256),
-		SlotSize:   ReaderSlotSize,
-		Logf:       logf,
-	})
+	return &lazyReader{par: parallelism, logf: logf, pread: PreadReader{Parallelism: parallelism}}
+}
+
+// SmallBatch is the batch size from which OpenBatchReader's reader reads
+// through its engine.
+const SmallBatch = 64
+
+// lazyReader is OpenBatchReader's reader.
+type lazyReader struct {
+	par   int
+	logf  func(format string, args ...any)
+	pread PreadReader
+
+	mu     sync.Mutex
+	big    BatchReader // nil until the first large batch
+	rr     *RangeReader
+	closed bool
+}
+
+// ReadBatch implements BatchReader.
+func (l *lazyReader) ReadBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error {
+	r, err := l.reader(len(rs))
 	if err != nil {
-		logf("engine unavailable (%v): reading with pread", err)
-		return &PreadReader{Parallelism: parallelism}
+		for i := range rs {
+			fn(i, nil, err)
+		}
+		return err
 	}
-	return r
+	return r.ReadBatch(ctx, rs, fn)
+}
+
+// reader picks the reader for a batch of n ranges, starting the engine at
+// the first large one.
+func (l *lazyReader) reader(n int) (BatchReader, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrReaderClosed
+	}
+	if n < SmallBatch {
+		return &l.pread, nil
+	}
+	if l.big == nil {
+		r, err := StartRangeReader(Options{
+			Kind:       Auto,
+			QueueDepth: min(max(64, l.par), 256),
+			SlotSize:   ReaderSlotSize,
+			Logf:       l.logf,
+		})
+		if err != nil {
+			l.logf("engine unavailable (%v): reading with pread", err)
+			l.big = &l.pread
+		} else {
+			l.big, l.rr = r, r
+		}
+	}
+	return l.big, nil
+}
+
+// Close stops the engine, if one started, after the batches in progress.
+func (l *lazyReader) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	rr := l.rr
+	l.mu.Unlock()
+	if rr != nil {
+		return rr.Close()
+	}
+	return nil
 }
 
 // Info reports the engine's backend and fallbacks.

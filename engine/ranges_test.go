@@ -22,6 +22,9 @@ func rangeReaders(t *testing.T) map[string]BatchReader {
 	}
 	t.Cleanup(func() { er.Close() })
 	out["engine"] = er
+	ob := OpenBatchReader(3, t.Logf)
+	t.Cleanup(func() { ob.Close() })
+	out["open"] = ob
 	t.Logf("engine: %+v", er.Info())
 	return out
 }
@@ -93,5 +96,54 @@ func TestBatchReaders(t *testing.T) {
 				t.Errorf("cancelled batch reported %d of 20", n)
 			}
 		})
+	}
+}
+
+// TestOpenBatchReaderLazy: OpenBatchReader's reader reads small batches
+// without an engine, starts one at the first large batch, and once closed
+// reports every range of a batch as closed.
+func TestOpenBatchReaderLazy(t *testing.T) {
+	data := make([]byte, 1<<20)
+	rand.New(rand.NewSource(3)).Read(data)
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := OpenBatchReader(4, t.Logf).(*lazyReader)
+	read := func(n int) error {
+		rs := make([]Range, n)
+		for i := range rs {
+			rs[i] = Range{Path: p, Off: int64(i * 1000), Len: 777}
+		}
+		var mu sync.Mutex
+		calls := 0
+		err := r.ReadBatch(context.Background(), rs, func(i int, b []byte, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if err == nil && !bytes.Equal(b, data[i*1000:i*1000+777]) {
+				t.Errorf("range %d: wrong bytes", i)
+			}
+		})
+		if calls != n {
+			t.Errorf("%d calls for %d ranges", calls, n)
+		}
+		return err
+	}
+	if err := read(SmallBatch - 1); err != nil || r.rr != nil {
+		t.Fatalf("small batch: err %v, engine started %v", err, r.rr != nil)
+	}
+	if err := read(SmallBatch); err != nil {
+		t.Fatal(err)
+	}
+	if r.big == nil {
+		t.Fatal("a large batch did not pick the engine's reader")
+	}
+	t.Logf("engine started: %v", r.rr != nil)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := read(3); !errors.Is(err, ErrReaderClosed) {
+		t.Fatalf("batch after Close: %v", err)
 	}
 }
