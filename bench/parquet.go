@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -43,8 +45,11 @@ type ParquetConfig struct {
 	IODepth  int      // reads in flight in all, as fio's iodepth (split over the workers); default 256
 	Prefetch int      // batches read ahead; default rinas's automatic window
 	Workers  int      // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
-	// IOEngine is io_uring (default), psync (the engine's pread pool) or
-	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
+	// IOEngine is io_uring, psync (the engine's pread pool) or mmap
+	// (baseline: pages copied out of mmap'd files, page cache and all).
+	// Empty (the default) chooses as the loader does: io_uring, or psync
+	// where the kernel refuses io_uring (said through Logf); the result
+	// names the one that ran. An explicit io_uring fails there, as fio's.
 	IOEngine string
 	// Engine is pagefeed (default), arrowgo (baseline: arrow-go's pqarrow
 	// reading whole random row groups: chunk-granular I/O) or decode (the
@@ -62,6 +67,8 @@ type ParquetConfig struct {
 	Epoch   uint64
 	Rank    int
 	World   int
+	// DropLast, PadLast, KeepUneven and Deterministic are rinas.Config's.
+	DropLast, PadLast, KeepUneven, Deterministic bool
 	// DumpOrder writes every delivered page (row mode: "page row") in
 	// delivery order, one per line.
 	DumpOrder string
@@ -93,11 +100,8 @@ func (c *ParquetConfig) fill() error {
 	if c.IODepth < 1 || c.IODepth > 4096 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: iodepth %d (want 1..4096)", ErrBadOption, c.IODepth)}
 	}
-	if c.IOEngine == "" {
-		c.IOEngine = "io_uring"
-	}
 	switch c.IOEngine {
-	case "io_uring", "psync", "mmap":
+	case "", "io_uring", "psync", "mmap":
 	default:
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, c.IOEngine)}
 	}
@@ -276,8 +280,11 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if epochs <= 0 {
 		epochs = 1 << 30 // runtime-bounded
 	}
-	kind := engine.IOUring
-	if cfg.IOEngine == "psync" {
+	kind := engine.Auto
+	switch cfg.IOEngine {
+	case "io_uring":
+		kind = engine.IOUring
+	case "psync":
 		kind = engine.Pread
 	}
 	direct := engine.On
@@ -287,6 +294,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
+		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven, Deterministic: cfg.Deterministic,
 		// --iodepth is the depth of the whole run, as fio's is for one
 		// job: the workers' rings share it.
 		IODepth: cfg.IODepth,
@@ -300,9 +308,15 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	}
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
-		return err
+		return uringRefused(kind, err)
 	}
 	defer l.Close()
+	if cfg.IOEngine == "" {
+		res.Config.IOEngine = "io_uring"
+		if l.Engine().Info().Kind == engine.Pread {
+			res.Config.IOEngine = "psync"
+		}
+	}
 	res.EngineInfo = engineInfo(l.Engine().Info())
 	res.pinned = l.CPUs()
 	res.IndexBuildNs = l.Stats().IndexBuildNs
@@ -917,4 +931,20 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 	wg.Wait()
 	res.measured = time.Since(start)
 	return firstErr
+}
+
+// uringRefused words an explicit io_uring the kernel refuses as fio does
+// ("err=1, func=io_queue_init, error=Operation not permitted"); other
+// errors pass unchanged.
+func uringRefused(kind engine.Kind, err error) error {
+	var ee *engine.Error
+	var errno syscall.Errno
+	if kind != engine.IOUring || !errors.As(err, &ee) || ee.Op != "io_uring setup" || !errors.As(err, &errno) {
+		return err
+	}
+	msg := errno.Error()
+	if msg != "" {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
+	}
+	return fmt.Errorf("%w: io_uring: err=%d, func=io_queue_init, error=%s (leave --ioengine unset to fall back to psync)", ErrEngine, int(errno), msg)
 }

@@ -28,6 +28,19 @@ type FaultInjector interface {
 	Fault(f *File, off int64, n int, res int) int
 }
 
+// EnterFaulter is implemented by a FaultInjector that also fails
+// io_uring_enter calls, to test a ring that stops working. FaultEnter is
+// called on worker's goroutine before each io_uring_enter it makes and
+// returns 0 to let the call run, or the errno the call fails with instead:
+// the kernel is not entered, so nothing is submitted or waited for.
+// EAGAIN and EBUSY are transient (the worker reaps and enters again);
+// other errnos fail the requests that were to be submitted, and after
+// maxEnterErrors in a row the worker gives up on its ring (see
+// worker.abandon).
+type EnterFaulter interface {
+	FaultEnter(worker int) syscall.Errno
+}
+
 // FaultFunc adapts a function to FaultInjector.
 type FaultFunc func(f *File, off int64, n int, res int) int
 
@@ -39,6 +52,10 @@ func (fn FaultFunc) Fault(f *File, off int64, n int, res int) int { return fn(f,
 // that keeps saying "again" must not hang the consumer.
 const maxTransient = 64
 
+// maxEnterErrors is how many io_uring_enter calls in a row may fail with
+// an errno retrying cannot fix before a worker gives up on its ring.
+const maxEnterErrors = 8
+
 // transient reports whether errno means "try the same read again".
 func transient(errno syscall.Errno) bool {
 	return errno == unix.EINTR || errno == unix.EAGAIN || errno == unix.ECANCELED
@@ -49,7 +66,9 @@ func (e *Engine) fault(s *slot, res int) int {
 	if e.opts.Faults == nil {
 		return res
 	}
-	return clampFault(res, e.opts.Faults.Fault(s.c.File, s.aoff+int64(s.got), s.want-s.got, res))
+	got := clampFault(res, e.opts.Faults.Fault(s.c.File, s.aoff+int64(s.got), s.want-s.got, res))
+	s.injected = got != res
+	return got
 }
 
 // clampFault keeps an injected result honest: it can fail an attempt or

@@ -79,6 +79,11 @@ type FileInfo struct {
 	NumRowGroups int
 	FirstRow     int64 // global row number of the file's first row
 	FirstChunk   int   // global chunk number of its first row group
+	// FooterHash is the hash of the file's footer that the sidecar's
+	// staleness check compares (FNV-1a 64 of its bytes): with Size, a
+	// content identity that survives a copy or a move, unlike Path and
+	// ModTime.
+	FooterHash uint64
 }
 
 // ColumnInfo describes one projected column (a leaf of the schema).
@@ -206,7 +211,13 @@ type Index struct {
 func (ix *Index) NumFiles() int { return len(ix.files) }
 
 // File returns file i's description.
-func (ix *Index) File(i int) FileInfo { return ix.files[i] }
+func (ix *Index) File(i int) FileInfo {
+	f := ix.files[i]
+	if i < len(ix.footSum) {
+		f.FooterHash = ix.footSum[i]
+	}
+	return f
+}
 
 // NumColumns returns the number of projected columns.
 func (ix *Index) NumColumns() int { return len(ix.cols) }
@@ -333,3 +344,29 @@ func (ix *Index) ResidentBytes() int64 {
 
 // Stats reports counts and how the index was built.
 func (ix *Index) Stats() Stats { return ix.stats }
+
+// PageRows returns the rows that start in each page of projected column
+// k (Loc.NumRows of every page, -1 where unknown), in one pass.
+func (ix *Index) PageRows(k int) []int32 {
+	col := &ix.cols[k]
+	out := make([]int32, col.chunkPage[len(col.chunkPage)-1])
+	for c := range ix.rgs {
+		lo, hi := col.chunkPage[c], col.chunkPage[c+1]
+		for g := lo; g < hi; g++ {
+			end := ix.rgs[c].numRows
+			if g+1 < hi {
+				end = int64(col.row[g+1])
+			}
+			if col.row[g] == rowUnknown || (g+1 < hi && col.row[g+1] == rowUnknown) {
+				out[g] = -1
+				continue
+			}
+			out[g] = int32(end - int64(col.row[g]))
+		}
+	}
+	return out
+}
+
+// PageSizes returns the size (header and body) of each page of projected
+// column k, in one pass.
+func (ix *Index) PageSizes(k int) []uint32 { return append([]uint32(nil), ix.cols[k].size...) }

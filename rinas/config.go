@@ -141,10 +141,56 @@ type Config struct {
 	// $LOCAL_RANK as torchrun sets them (else rank 0 of 1).
 	Rank, World, LocalRank int
 
+	// DropLast, PadLast and KeepUneven say how an epoch that does not
+	// divide evenly is shared out, so that every rank takes the same
+	// number of steps (a rank that stops early leaves the others waiting
+	// in a collective forever). At most one may be set; with none set,
+	// DropLast is the default for World > 1 and KeepUneven for World 1.
+	//
+	// DropLast leaves out the epoch's last units that cannot be spread
+	// evenly: page batches give every rank ⌊units/World⌋ units; row
+	// batches (BatchRows) give every rank the same number of full batches,
+	// the most the rank with the fewest rows can fill, and each rank stops
+	// taking in units there (the unit at the cut delivers only the rows
+	// needed). Stats.DroppedRows counts what this rank left out, and Open
+	// logs it.
+	//
+	// PadLast instead repeats units from the start of the epoch's order,
+	// as PyTorch's DistributedSampler pads: page batches give every rank
+	// ⌈units/World⌉ units; row batches give every rank as many full
+	// batches as the rank with the most rows needs. Stats.PaddedRows
+	// counts the repeats.
+	//
+	// KeepUneven delivers every unit exactly once with no equalization:
+	// ranks may take different numbers of steps.
+	//
+	// Equal steps hold for every epoch started from its beginning,
+	// resumed ones included; an epoch resumed from states that Reshard
+	// made for another world is delivered exactly once without them. A
+	// unit dropped by SkipBadPages is not made up for: with row batches
+	// its rank may then take a step less.
+	DropLast, PadLast, KeepUneven bool
+
+	// Deterministic delivers batches, and the rows within them, in plan
+	// order: the reads of a batch still complete in any order inside the
+	// fetch window, but a batch is assembled in the order of its units,
+	// not their landing order. Two runs with the same seed then give
+	// byte-identical batches.
+	Deterministic bool
+
 	Output Output
-	SeqLen int   // tokens: columns of the token matrix; default 2048
-	EOS    int32 // tokens: id written after each document; default 50256
-	Pad    int32 // tokens: id filling the tail of the last row; default EOS
+	SeqLen int // tokens: columns of the token matrix; default 2048
+	// EOS is the id written after each document (tokens output); 0 means
+	// the default 50256 unless ExplicitEOS is set. Pad fills the tail of
+	// the last row; 0 means EOS unless ExplicitPad is set.
+	EOS, Pad                 int32
+	ExplicitEOS, ExplicitPad bool
+	// Tokens64 delivers the token matrix as int64 (Batch.Tokens64)
+	// instead of int32 (Batch.Tokens).
+	Tokens64 bool
+	// Truncate cuts a document longer than SeqLen to its first SeqLen-1
+	// tokens and its EOS; by default it continues on the next row.
+	Truncate bool
 
 	// MemoryLimit bounds what Open may allocate for slots, the fetch
 	// window and output buffers; a Config needing more fails at Open with
@@ -193,6 +239,13 @@ type Config struct {
 
 	// Logf receives notices; default stderr.
 	Logf func(format string, args ...any)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func envInt(name string, def int) (int, error) {
@@ -267,12 +320,20 @@ func (c *Config) fill() error {
 		if c.BatchRows == 0 {
 			c.BatchRows = 8
 		}
-		if c.EOS == 0 {
+		if c.EOS == 0 && !c.ExplicitEOS {
 			c.EOS = 50256
 		}
-		if c.Pad == 0 {
+		if c.Pad == 0 && !c.ExplicitPad {
 			c.Pad = c.EOS
 		}
+	}
+	switch n := btoi(c.DropLast) + btoi(c.PadLast) + btoi(c.KeepUneven); {
+	case n > 1:
+		return fmt.Errorf("%w: at most one of DropLast, PadLast and KeepUneven", ErrConfig)
+	case n == 0 && c.World > 1:
+		c.DropLast = true
+	case n == 0:
+		c.KeepUneven = true
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30

@@ -128,3 +128,14 @@ func (l *Loader) Skipped() []SkippedPage {
 	defer l.skips.mu.Unlock()
 	return append([]SkippedPage(nil), l.skips.list...)
 }
+
+// readErr returns a page or dictionary read's error. A file that shrank
+// under a read the engine had open (engine.ErrChanged) is the same
+// corruption as one that shrank before: ErrFileChanged.
+func readErr(path string, c *engine.Completion) error {
+	var ee *engine.Error
+	if errors.Is(c.Err, engine.ErrChanged) && errors.As(c.Err, &ee) {
+		return &PageError{Op: "read", Path: path, Off: c.Off, Err: fmt.Errorf("%w: %w", ErrFileChanged, ee.Err)}
+	}
+	return c.Err
+}

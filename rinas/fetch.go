@@ -22,6 +22,9 @@ type unit struct {
 	first int   // first global page read
 	n     int   // pages read
 	row   int32 // row mode: the row within the page; -1 all
+	// limit is how many of the unit's rows are delivered, -1 all: the
+	// last unit of a share cut for equal steps (Config.DropLast, PadLast).
+	limit int64
 	// keep is how many leading pages deliver rows (the rest only complete
 	// the last row); rowgroup units keep all.
 	keep  int
@@ -85,6 +88,26 @@ func (fb *fetchBatch) releasePages() {
 	}
 }
 
+// identity lists unit indexes in plan order (Config.Deterministic).
+var identity = func() []int32 {
+	o := make([]int32, 1<<16)
+	for i := range o {
+		o[i] = int32(i)
+	}
+	return o
+}()
+
+// arrivals returns the order in which the consumer takes in fb's units:
+// their landing order, or with Config.Deterministic their plan order
+// (fb is handed over once every unit has landed, so reads still complete
+// in any order inside the fetch window).
+func (l *Loader) arrivals(fb *fetchBatch) []int32 {
+	if l.cfg.Deterministic {
+		return identity
+	}
+	return fb.order
+}
+
 // recycle returns a consumed fetch batch to the producer.
 func (l *Loader) recycle(fb *fetchBatch) {
 	fb.releasePages()
@@ -94,18 +117,32 @@ func (l *Loader) recycle(fb *fetchBatch) {
 	l.free <- fb
 }
 
+// A page read's completion tag packs its fetch batch (at most
+// maxPrefetch+1 of them), its unit within the batch (BatchPages ≤ 65,536)
+// and its page within the unit (a row-group unit has up to maxUnitPages).
 const (
-	tagUnitBits = 24
-	tagPageBits = 16
+	tagBatchBits = 8
+	tagUnitBits  = 16
+	tagPageBits  = 64 - tagBatchBits - tagUnitBits
 )
+
+// maxUnitPages bounds the pages of one unit (plan fails a row group with
+// more): a unit holds an engine slot per page until it decodes, and a
+// worker has at most 65,536 slots. A variable so tests can lower it.
+var maxUnitPages = 1 << 16
 
 func pageTag(fb, u, k int) uint64 {
 	return uint64(fb)<<(tagUnitBits+tagPageBits) | uint64(u)<<tagPageBits | uint64(k)
 }
 
+// splitTag inverts pageTag.
+func splitTag(tag uint64) (fb, u, k int) {
+	return int(tag >> (tagUnitBits + tagPageBits)), int(tag >> tagPageBits & (1<<tagUnitBits - 1)), int(tag & (1<<tagPageBits - 1))
+}
+
 // produce schedules every unit of the loader's epochs, batch by batch. It
 // is the only goroutine that opens files and makes chunks.
-func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uint64) {
+func (l *Loader) produce(epoch uint64, sh perm.Shard, lastRows int64, done uint64, exclude []uint64) {
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
@@ -140,6 +177,9 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 					l.perr = err
 					l.free <- fb
 					return
+				}
+				if j == n {
+					fb.units[fb.n].limit = lastRows
 				}
 				fb.n++
 			}
@@ -184,27 +224,21 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
-		var err error
-		if sh, err = l.perm(epoch).Shard(0, l.cfg.Rank, l.cfg.World); err != nil {
+		sh2, ep, err := l.planEpoch(epoch, 0, false)
+		if err != nil {
 			l.perr = err
 			return
 		}
-		done, exclude = 0, nil
+		sh, lastRows, done, exclude = sh2, ep.lastRows, 0, nil
 	}
 }
 
 // fillUnit describes the unit at global position pos.
 func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
-	u.pos, u.row, u.err = pos, -1, nil
+	u.pos, u.row, u.err, u.limit = pos, -1, nil, -1
 	u.got.Store(0)
 	u.pages = u.pages[:0]
-	var item uint64
-	switch l.cfg.Shuffle {
-	case ShuffleNone, ShuffleStream:
-		item = pos
-	default:
-		item = sh.Perm.At(pos)
-	}
+	item := l.item(sh, pos)
 	switch l.cfg.Shuffle {
 	case ShuffleRowGroup:
 		c := l.ix.Chunk(0, int(item))
@@ -280,10 +314,11 @@ func (l *Loader) nextWorker(i int) int {
 
 // onPage runs on an engine worker for every page read that lands.
 func (l *Loader) onPage(c *engine.Completion) {
-	fb := l.fbs[c.Tag>>(tagUnitBits+tagPageBits)]
-	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
+	ifb, iu, k := splitTag(c.Tag)
+	fb := l.fbs[ifb]
+	u := &fb.units[iu]
 	n := u.n // read before the count: once it is complete, u may be reused
-	u.comps[c.Tag&(1<<tagPageBits-1)] = c
+	u.comps[k] = c
 	l.sa.disk.Add(int64(c.DeviceBytes))
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	if int(u.got.Add(1)) < n {
@@ -322,7 +357,7 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary)
 	}()
 	for k, c := range u.comps[:u.n] {
 		if c.Err != nil {
-			return c.Err
+			return readErr(l.chunks[u.chunk].Path, c)
 		}
 		if want := l.ix.Locate(0, u.first+k).Size; len(c.Data) != int(want) {
 			return pageErrorf("read", l.chunks[u.chunk].Path, c.Off, ErrFileChanged, "read %d of the page's %d bytes", len(c.Data), want)
@@ -468,8 +503,10 @@ func (l *Loader) onDict(c *engine.Completion) {
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
-	err := c.Err
-	if err == nil {
+	var err error
+	if c.Err != nil {
+		err = readErr(l.chunks[chunk].Path, c)
+	} else {
 		d, err = l.decs[w].Dictionary(l.chunks[chunk], c.Data, c.Off)
 	}
 	c.Release()

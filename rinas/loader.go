@@ -2,8 +2,6 @@ package rinas
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +36,14 @@ type Stats struct {
 	// into (uncompressed fixed-width lists in page batches: no copy).
 	ZeroCopyPages int64
 	SkippedPages  int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
-	IndexBuildNs  int64
+	// DroppedRows counts the rows of this rank's share that the epochs
+	// begun so far leave out to give every rank the same steps
+	// (Config.DropLast; tokens output: also the rows past Len's last
+	// batch); PaddedRows the rows repeated for it (Config.PadLast). Rows
+	// of pages whose row count the index does not know count 0.
+	DroppedRows  int64
+	PaddedRows   int64
+	IndexBuildNs int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -52,6 +57,9 @@ type Loader struct {
 	rowStart []int64 // row mode: global first row of each page, len pages+1
 	unitMax  int     // most pages one unit reads
 	dataset  string
+	fileSums string    // State.Files: each file's digest
+	pageRows []int32   // page units: rows starting in each page (-1 unknown)
+	pageTok  []float64 // tokens output: estimated tokens of each page
 
 	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
 	chunks  []*codec.Chunk // lazily made by the producer
@@ -77,18 +85,27 @@ type Loader struct {
 	pdone  chan struct{} // closed when the producer returns
 
 	// consumer state
-	epoch    uint64
-	shard    perm.Shard
-	done     uint64      // shard units taken in
-	exclude  []uint64    // positions beyond done taken in (resume)
-	waiting  *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err      error       // sticky: the epoch failed
-	cur      *fetchBatch // row batches: the batch whose units are being taken in
-	curNext  int         // next arrival index of cur to take in
-	atEnd    bool        // row batches: the epoch's units are all taken in
-	rows     rowStream
-	tokBufs  chan *tokenBuf
-	finished bool
+	epoch     uint64
+	shard     perm.Shard
+	ep        epochPlan   // the current epoch's share
+	resharded bool        // the current epoch resumed from a Reshard state
+	batches   int64       // batches delivered in the current epoch
+	done      uint64      // shard units taken in
+	exclude   []uint64    // positions beyond done taken in (resume)
+	waiting   *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err       error       // sticky: the epoch failed
+	cur       *fetchBatch // row batches: the batch whose units are being taken in
+	curNext   int         // next arrival index of cur to take in
+	atEnd     bool        // row batches: the epoch's units are all taken in
+	rows      rowStream
+	tokBufs   chan *tokenBuf
+	// tokMu orders token buffers coming back (Batch.Release, from any
+	// goroutine) against Close: once tokClosed is set, a buffer coming
+	// back is unmapped instead of parked. tokMapped counts the mapped ones.
+	tokMu     sync.Mutex
+	tokClosed bool
+	tokMapped int
+	finished  bool
 
 	stats Stats
 	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
@@ -116,6 +133,9 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
+	if err := l.planInit(); err != nil {
+		return nil, err
+	}
 	if err := l.openEngine(); err != nil {
 		return nil, err
 	}
@@ -125,7 +145,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
-	go l.produce(l.epoch, l.shard, l.done, l.exclude)
+	go l.produce(l.epoch, l.shard, l.ep.lastRows, l.done, l.exclude)
 	ok = true
 	return l, nil
 }
@@ -160,18 +180,12 @@ func (l *Loader) openIndex(ctx context.Context) error {
 	col := l.ix.Column(0)
 	if l.cfg.Output == OutputTokens {
 		d := col.Descr
-		if d.PhysicalType().String() != "INT32" || d.MaxRepetitionLevel() > 1 {
-			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs int32 or list<int32> columns only",
+		if pt := d.PhysicalType().String(); (pt != "INT32" && pt != "INT64") || d.MaxRepetitionLevel() > 1 {
+			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs integer columns (int32, int64, uint16, uint32) or lists of them only",
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	h := sha256.New()
-	for i := 0; i < l.ix.NumFiles(); i++ {
-		f := l.ix.File(i)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
-	}
-	fmt.Fprintf(h, "%s", col.Path)
-	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
+	l.dataset, l.fileSums = fingerprint(l.ix, col.Path)
 	return nil
 }
 
@@ -204,7 +218,12 @@ func (l *Loader) plan() error {
 	case ShuffleRowGroup:
 		l.nUnits = uint64(l.ix.NumChunks())
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			l.unitMax = max(l.unitMax, l.ix.Chunk(0, c).NumPages)
+			ci := l.ix.Chunk(0, c)
+			if ci.NumPages > maxUnitPages {
+				return fmt.Errorf("%w: rowgroup shuffle reads a row group's chunk as one unit of at most %d pages, and row group %d of %s has %d in column %s: use page or row shuffle, or smaller row groups",
+					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(0).Path)
+			}
+			l.unitMax = max(l.unitMax, ci.NumPages)
 		}
 		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
 			l.cfg.BatchPages = 1
@@ -366,7 +385,7 @@ func (l *Loader) openEngine() error {
 	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
 	tokBytes := int64(0)
 	if l.cfg.Output == OutputTokens {
-		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * 4 * int64(l.cfg.Prefetch+2)
+		tokBytes = int64(tokenBufBytes(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)) * int64(l.cfg.Prefetch+2)
 	}
 	// Pages are decoded as they land and held until their batch is
 	// released: the window read ahead, the batch being filled and the
@@ -466,10 +485,11 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Output == OutputTokens {
 		l.tokBufs = make(chan *tokenBuf, l.cfg.Prefetch+2)
 		for i := 0; i < l.cfg.Prefetch+2; i++ {
-			b, err := newTokenBuf(l.cfg.BatchRows, l.cfg.SeqLen)
+			b, err := newTokenBufW(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)
 			if err != nil {
 				return err
 			}
+			l.tokMapped++
 			if !b.locked && i == 0 {
 				l.cfg.Logf("token buffers are not mlock'ed (RLIMIT_MEMLOCK too low)")
 			}
@@ -489,11 +509,10 @@ func (l *Loader) perm(epoch uint64) perm.Perm {
 func (l *Loader) startEpoch(s *State) error {
 	if s == nil {
 		l.epoch = l.cfg.Epoch
-		sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
-		if err != nil {
+		if err := l.beginEpoch(0, false); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		l.shard, l.done, l.exclude = sh, 0, nil
+		l.done, l.exclude = 0, nil
 		return nil
 	}
 	if err := l.checkState(s); err != nil {
@@ -516,15 +535,15 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch++
 		start, done = 0, 0
 	}
-	sh, err := l.perm(l.epoch).Shard(start, l.cfg.Rank, l.cfg.World)
-	if err != nil {
+	if err := l.beginEpoch(start, s.Resharded && !s.EpochEnd); err != nil {
 		return fmt.Errorf("%w: %v", ErrState, err)
 	}
-	l.shard, l.done = sh, done
+	l.done = done
 	if !s.EpochEnd {
+		l.batches = int64(s.Batches)
 		l.exclude = slices.Clone(s.Exclude) // increasing (checkState)
 		l.rows.rng = splitmix(s.RNG)
-		if err := l.rows.restore(s.Pending); err != nil {
+		if err := l.rows.restore(s.Pending, s.Flushed); err != nil {
 			return err
 		}
 	}
@@ -549,6 +568,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if err == nil {
 		l.stats.Batches++
 		l.stats.Rows += int64(b.Rows)
+		l.batches++
 	}
 	return b, err
 }
@@ -615,11 +635,28 @@ func (l *Loader) endEpoch() error {
 		return io.EOF
 	}
 	l.epoch++
-	sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
+	if err := l.beginEpoch(0, false); err != nil {
+		return err
+	}
+	l.done, l.exclude = 0, nil
+	return nil
+}
+
+// beginEpoch plans the consumer's epoch l.epoch from position start.
+func (l *Loader) beginEpoch(start uint64, resharded bool) error {
+	sh, ep, err := l.planEpoch(l.epoch, start, resharded)
 	if err != nil {
 		return err
 	}
-	l.shard, l.done, l.exclude = sh, 0, nil
+	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, resharded
+	l.stats.DroppedRows += ep.dropped
+	l.stats.PaddedRows += ep.padded
+	switch {
+	case ep.dropped > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d leaves out %d rows so that every rank takes %d steps (DropLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.dropped, ep.steps)
+	case ep.padded > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d repeats %d rows so that every rank takes %d steps (PadLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.padded, ep.steps)
+	}
 	return nil
 }
 
@@ -637,7 +674,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		}
 		arrs := make([]arrow.Array, 0, fb.n)
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
-		for _, ui := range fb.order[:fb.n] {
+		for _, ui := range l.arrivals(fb)[:fb.n] {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
@@ -658,24 +695,25 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
-	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
+	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
-		RNG: uint64(l.rows.rng)}
+		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded}
 	if l.finished {
 		s.EpochEnd = true
-		s.Done = 0
+		s.Done, s.Batches = 0, 0
 		return s
 	}
 	s.Exclude = slices.Clone(l.exclude)
 	if fb := l.cur; fb != nil {
 		// Units of the batch being taken in: those already taken.
-		for _, ui := range fb.order[:l.curNext] {
+		for _, ui := range l.arrivals(fb)[:l.curNext] {
 			s.Exclude = append(s.Exclude, fb.units[ui].pos)
 		}
 		s.Done = fb.j0
 		slices.Sort(s.Exclude)
 	}
 	s.Pending = l.rows.pending()
+	s.Flushed = l.atEnd && len(s.Pending) > 0
 	return s
 }
 
@@ -733,8 +771,15 @@ func (l *Loader) closeAll() error {
 	l.rows.drop()
 	l.dicts.drop()
 	if l.tokBufs != nil {
+		l.tokMu.Lock()
+		l.tokClosed = true // buffers released from here on are unmapped
+		var parked []*tokenBuf
 		for len(l.tokBufs) > 0 {
-			(<-l.tokBufs).free()
+			parked = append(parked, <-l.tokBufs)
+		}
+		l.tokMu.Unlock()
+		for _, tb := range parked {
+			l.unmapTokBuf(tb)
 		}
 	}
 	errs = append(errs, l.fc.closeAll())
@@ -763,4 +808,25 @@ func trimExclude(ex []uint64, pos uint64) []uint64 {
 		i++
 	}
 	return ex[i:]
+}
+
+// putTokBuf takes a token buffer back from a batch, from any goroutine:
+// parked for the next batch, or unmapped once the loader is closed.
+func (l *Loader) putTokBuf(tb *tokenBuf) {
+	l.tokMu.Lock()
+	if !l.tokClosed {
+		l.tokBufs <- tb // capacity holds every buffer: never blocks
+		l.tokMu.Unlock()
+		return
+	}
+	l.tokMu.Unlock()
+	l.unmapTokBuf(tb)
+}
+
+// unmapTokBuf frees a token buffer for good.
+func (l *Loader) unmapTokBuf(tb *tokenBuf) {
+	tb.free()
+	l.tokMu.Lock()
+	l.tokMapped--
+	l.tokMu.Unlock()
 }

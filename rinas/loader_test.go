@@ -166,7 +166,7 @@ func TestPageShuffleExactlyOnceAcrossRanks(t *testing.T) {
 				var pages []uint64
 				for r := 0; r < world; r++ {
 					cfg := baseConfig(ds, "id")
-					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch = r, world, 8, fetch
+					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch, cfg.KeepUneven = r, world, 8, fetch, true
 					l := openT(t, cfg)
 					ids, pg, _ := drain(t, l, -1)
 					all = append(all, ids...)
@@ -226,7 +226,7 @@ func TestEveryModeDeliversEveryRowOnce(t *testing.T) {
 					var all []int64
 					for r := 0; r < world; r++ {
 						cfg := baseConfig(ds, "id")
-						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = sh, r, world, 100, 0
+						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows, cfg.KeepUneven = sh, r, world, 100, 0, true
 						if sh == ShuffleStream || sh == ShufflePage {
 							cfg.BufferRows = 300
 						}
@@ -357,7 +357,17 @@ func TestResumeUnorderedDeliversTheRest(t *testing.T) {
 	checkExactlyOnce(t, append(head, rest...), ds.rows)
 }
 
+// TestReshardChangesWorldSizeExactly: states of ranks stopped at different
+// steps, resharded to another world, deliver the rest exactly once, with
+// equal steps off (KeepUneven) and on (DropLast, the default for World >
+// 1: the resharded remainder is delivered whole).
 func TestReshardChangesWorldSizeExactly(t *testing.T) {
+	for _, uneven := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepUneven=%v", uneven), func(t *testing.T) { testReshard(t, uneven) })
+	}
+}
+
+func testReshard(t *testing.T, uneven bool) {
 	ds := testDataset(t, "v2")
 	for _, tc := range []struct {
 		name     string
@@ -374,7 +384,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			var states []*State
 			for r := 0; r < tc.from; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages = r, tc.from, 4
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.KeepUneven = r, tc.from, 4, uneven || tc.from == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
@@ -389,7 +399,7 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			}
 			for r := 0; r < tc.to; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume = r, tc.to, 4, next[r]
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume, cfg.KeepUneven = r, tc.to, 4, next[r], uneven || tc.to == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}

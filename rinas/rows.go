@@ -3,6 +3,7 @@ package rinas
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -63,6 +64,13 @@ func (r *rowStream) push(u *unit) {
 			rows[i], rows[j] = rows[j], rows[i]
 		}
 	}
+	if u.limit >= 0 && int64(len(rows)) > u.limit {
+		// the share's last unit, cut for equal steps
+		for _, it := range rows[u.limit:] {
+			it.arr.Release()
+		}
+		rows = rows[:u.limit]
+	}
 	if r.buf == nil {
 		r.out = append(r.out, rows...)
 		return
@@ -122,8 +130,9 @@ func (r *rowStream) drop() {
 
 // restore rebuilds the pending rows of a State by reading their pages
 // synchronously. The rows go to the buffer (in order) up to its capacity
-// and the rest to the FIFO ahead of them, as pending() listed them.
-func (r *rowStream) restore(refs []RowRef) error {
+// and the rest to the FIFO ahead of them, as pending() listed them; all to
+// the FIFO when the buffer had been flushed at the epoch's end.
+func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -163,7 +172,7 @@ func (r *rowStream) restore(refs []RowRef) error {
 		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row)})
 	}
 	nbuf := 0
-	if r.buf != nil {
+	if r.buf != nil && !flushed {
 		nbuf = min(len(items), r.buf.cap)
 	}
 	r.out = append(r.out, items[:len(items)-nbuf]...)
@@ -179,6 +188,12 @@ func (r *rowStream) restore(refs []RowRef) error {
 // nextRows cuts a batch of BatchRows rows from the row stream, taking in
 // landed units as needed.
 func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
+	if l.ep.force && l.batches >= l.ep.steps {
+		// Len's batches are out: the rest of the epoch is dropped.
+		if err := l.dropRest(ctx); err != nil {
+			return nil, err
+		}
+	}
 	want := l.cfg.BatchRows
 	var tb *tokenBuf
 	var pk packer
@@ -188,14 +203,14 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad}
+		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad, truncate: l.cfg.Truncate}
 		pk.reset(tb)
 	}
 	b := &Batch{Epoch: l.epoch, SeqLen: l.cfg.SeqLen}
 	var taken []rowItem
 	giveBack := func() {
 		if tb != nil {
-			l.tokBufs <- tb
+			l.putTokBuf(tb)
 		}
 		for _, it := range taken {
 			it.arr.Release()
@@ -229,7 +244,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		if l.cur != nil && l.curNext < l.cur.n {
-			u := &l.cur.units[l.cur.order[l.curNext]]
+			u := &l.cur.units[l.arrivals(l.cur)[l.curNext]]
 			l.curNext++
 			l.rows.push(u)
 			continue
@@ -243,6 +258,9 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		if l.atEnd {
 			if len(b.Refs) > 0 || (tb != nil && pk.pos > 0) {
 				break // the epoch's last, short batch
+			}
+			if l.ep.force && l.batches < l.ep.steps {
+				break // an empty batch, all padding, up to Len
 			}
 			l.atEnd = false
 			if err := l.endEpoch(); err != nil {
@@ -268,8 +286,9 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 	b.Rows = len(b.Refs)
 	if tb != nil {
 		b.Fill = pk.finish()
-		b.Tokens = tb.tokens
-		b.free = func() { l.tokBufs <- tb }
+		b.Tokens, b.Tokens64 = tb.tokens, tb.tokens64
+		b.PositionIDs, b.CuSeqlens, b.LossMask = tb.pos, tb.cu, tb.mask
+		b.free = func() { l.putTokBuf(tb) }
 		return b, nil
 	}
 	if len(taken) > 0 {
@@ -285,38 +304,107 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 	return b, nil
 }
 
+// dropRest drops what is left of the epoch (tokens output past Len's
+// last batch): the rows held and every unit not yet taken in, counted in
+// Stats.DroppedRows; then it moves to the next epoch.
+func (l *Loader) dropRest(ctx context.Context) error {
+	n := int64(len(l.rows.out))
+	if l.rows.buf != nil {
+		n += int64(len(l.rows.buf.items))
+	}
+	l.rows.drop()
+	count := func(fb *fetchBatch, from int) {
+		for _, ui := range l.arrivals(fb)[from:fb.n] {
+			for _, p := range fb.units[ui].pages {
+				n += int64(p.Rows())
+			}
+		}
+	}
+	if l.cur != nil {
+		count(l.cur, l.curNext)
+		l.done = l.cur.jEnd
+		l.recycle(l.cur)
+		l.cur = nil
+	}
+	for !l.atEnd {
+		fb, err := l.take(ctx)
+		if err != nil {
+			return err
+		}
+		if fb == nil {
+			break
+		}
+		count(fb, 0)
+		l.done = fb.jEnd
+		l.recycle(fb)
+	}
+	l.atEnd = false
+	l.stats.DroppedRows += n
+	if n > 0 {
+		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, n, l.ep.steps)
+	}
+	return l.endEpoch()
+}
+
 // packRow packs the tokens of one row; it reports whether the whole row
 // (and its EOS) went in. A partly packed row keeps its rest in place.
 func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
+	var n int
+	var complete bool
+	var err error
 	switch a := it.arr.(type) {
 	case *array.List:
-		vals, ok := a.ListValues().(*array.Int32)
-		if !ok {
-			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32", a.ListValues().DataType())
-		}
 		if a.IsNull(it.i) {
 			return true, nil
 		}
 		lo, hi := a.ValueOffsets(it.i)
-		doc := vals.Int32Values()[lo:hi]
-		doc = doc[it.tok():]
-		n, complete := pk.add(doc)
-		it.setTok(it.tok() + n)
-		return complete, nil
+		lo += int64(it.tok())
+		switch v := a.ListValues().(type) {
+		case *array.Int32:
+			n, complete, err = addTokens(pk, v.Int32Values()[lo:hi])
+		case *array.Int64:
+			n, complete, err = addTokens(pk, v.Int64Values()[lo:hi])
+		case *array.Uint16:
+			n, complete, err = addTokens(pk, v.Uint16Values()[lo:hi])
+		case *array.Uint32:
+			n, complete, err = addTokens(pk, v.Uint32Values()[lo:hi])
+		default:
+			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32, int64, uint16 or uint32", a.ListValues().DataType())
+		}
 	case *array.Int32:
-		if a.IsNull(it.i) {
-			return true, nil
-		}
-		v := [1]int32{a.Value(it.i)}
-		if pk.room() == 0 {
-			return false, nil
-		}
-		pk.buf.tokens[pk.pos] = v[0]
-		pk.pos++
-		pk.filled++
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Int64:
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Uint16:
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Uint32:
+		return packOne(pk, a, it.i, a.Value)
+	default:
+		return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+	}
+	if err != nil {
+		loc := l.ix.Locate(0, int(it.ref.Page))
+		return false, fmt.Errorf("rinas: %s: page at offset %d, row %d: %w", l.ix.File(loc.File).Path, loc.Offset, it.ref.Row, err)
+	}
+	it.setTok(it.tok() + n)
+	return complete, nil
+}
+
+// packOne packs the single token of a row of a flat column (no EOS: each
+// row is one token of a stream).
+func packOne[T int32 | int64 | uint16 | uint32](pk *packer, a arrow.Array, i int, value func(int) T) (bool, error) {
+	if a.IsNull(i) {
 		return true, nil
 	}
-	return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+	if pk.room() == 0 {
+		return false, nil
+	}
+	v := int64(value(i))
+	if pk.buf.tokens64 == nil && (v > math.MaxInt32 || v < math.MinInt32) {
+		return false, errTokenRange{v}
+	}
+	pk.put(v)
+	return true, nil
 }
 
 // concatRows builds one array of the rows, in order. list<int32> (token

@@ -39,19 +39,34 @@ type RowRef struct {
 // State taken after the run's last epoch (EpochEnd) resumes a finished
 // loader: Next returns io.EOF.
 type State struct {
-	Version  int      `json:"version"`
-	Dataset  string   `json:"dataset"` // fingerprint of the files and column
-	Shuffle  string   `json:"shuffle"`
-	Seed     uint64   `json:"seed"`
-	Epoch    uint64   `json:"epoch"`
-	Start    uint64   `json:"start"`
-	Rank     int      `json:"rank"`
-	World    int      `json:"world"`
-	Done     uint64   `json:"done"`
-	Exclude  []uint64 `json:"exclude,omitempty"`
-	Pending  []RowRef `json:"pending,omitempty"`
-	RNG      uint64   `json:"rng"`
-	EpochEnd bool     `json:"epoch_end,omitempty"` // the epoch is finished
+	Version int `json:"version"`
+	// Dataset fingerprints the dataset's content and the column: each
+	// file's path relative to the files' common directory, its size and
+	// its footer's hash. A copy or a move of the dataset keeps it; Files
+	// holds each file's share of it (4 bytes a file, base64) so that a
+	// changed file can be named.
+	Dataset string   `json:"dataset"`
+	Files   string   `json:"files,omitempty"`
+	Shuffle string   `json:"shuffle"`
+	Seed    uint64   `json:"seed"`
+	Epoch   uint64   `json:"epoch"`
+	Start   uint64   `json:"start"`
+	Rank    int      `json:"rank"`
+	World   int      `json:"world"`
+	Done    uint64   `json:"done"`
+	Exclude []uint64 `json:"exclude,omitempty"`
+	Pending []RowRef `json:"pending,omitempty"`
+	RNG     uint64   `json:"rng"`
+	// Batches counts the batches the rank delivered in the epoch, so that
+	// a resumed loader yields Len in all.
+	Batches uint64 `json:"batches,omitempty"`
+	// Flushed says the shuffle buffer had been emptied at the epoch's
+	// end: the Pending rows are all in delivery order.
+	Flushed bool `json:"flushed,omitempty"`
+	// Resharded marks the remainder of an epoch that Reshard dealt out to
+	// another world: it is delivered exactly once, without equal steps.
+	Resharded bool `json:"resharded,omitempty"`
+	EpochEnd  bool `json:"epoch_end,omitempty"` // the epoch is finished
 	// Output is the output it was taken with ("arrow", "tokens"): a
 	// tokens checkpoint holds rows partly packed (RowRef.Tok) that Arrow
 	// output would deliver whole again. Empty in states written before it
@@ -98,7 +113,7 @@ func (l *Loader) checkState(s *State) error {
 	case s.Version != stateVersion:
 		return stateErr("version", "%d, this loader reads version %d", s.Version, stateVersion)
 	case s.Dataset != l.dataset:
-		return stateErr("dataset", "it was taken on another dataset or column (%s, this is %s)", s.Dataset, l.dataset)
+		return l.datasetMismatch(s)
 	case s.Seed != l.cfg.Seed:
 		return stateErr("seed", "it was taken with seed %d, this loader has seed %d", s.Seed, l.cfg.Seed)
 	case s.Shuffle != l.cfg.Shuffle.String():
@@ -121,7 +136,9 @@ func (l *Loader) checkState(s *State) error {
 		}
 		return nil
 	}
-	sh, err := l.perm(s.Epoch).Shard(s.Start, s.Rank, s.World)
+	// The shard as the epoch's plan has it: with PadLast its positions
+	// run past the units (repeats), with DropLast they may stop short.
+	sh, _, err := l.planEpoch(s.Epoch, s.Start, s.Resharded)
 	if err != nil {
 		return stateErr("start", "%v", err)
 	}
@@ -131,8 +148,8 @@ func (l *Loader) checkState(s *State) error {
 	low := sh.Pos(s.Done)
 	for i, p := range s.Exclude {
 		switch {
-		case p >= l.nUnits:
-			return stateErr("exclude", "position %d beyond the epoch's %d units", p, l.nUnits)
+		case p >= sh.End:
+			return stateErr("exclude", "position %d beyond the epoch's end %d", p, sh.End)
 		case p < low || (p-s.Start)%uint64(s.World) != uint64(s.Rank):
 			return stateErr("exclude", "position %d is not among rank %d's positions from %d", p, s.Rank, low)
 		case i > 0 && p <= s.Exclude[i-1]:
@@ -266,7 +283,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	out := make([]*State, world)
 	for r := range out {
 		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
-			Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd,
+			Files: s0.Files, Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
 			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
 		for _, p := range exclude {
 			if (p-start)%uint64(world) == uint64(r) {

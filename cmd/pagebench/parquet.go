@@ -19,6 +19,7 @@ import (
 const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
     [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
+    [--drop-last | --pad-last | --keep-uneven] [--deterministic]
     [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo|decode] [--direct=0|1] [--pin] [--output-format=normal|json]
        pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME]
 `
@@ -58,8 +59,12 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Epoch, "epoch", 0, "first epoch")
 	fs.IntVar(&cfg.Rank, "rank", 0, "rank")
 	fs.IntVar(&cfg.World, "world", 1, "world size")
+	fs.BoolVar(&cfg.DropLast, "drop-last", false, "equal steps on every rank: leave out the epoch's uneven tail (default for --world > 1)")
+	fs.BoolVar(&cfg.PadLast, "pad-last", false, "equal steps on every rank: repeat units from the start of the epoch's order")
+	fs.BoolVar(&cfg.KeepUneven, "keep-uneven", false, "deliver every unit once; ranks may take different numbers of steps")
+	fs.BoolVar(&cfg.Deterministic, "deterministic", false, "assemble batches in plan order: the same seed gives the same bytes")
 	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
-	fs.StringVar(&cfg.IOEngine, "ioengine", "io_uring", "io_uring|psync|mmap")
+	fs.StringVar(&cfg.IOEngine, "ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
 	fs.StringVar(&cfg.Engine, "engine", "pagefeed", "pagefeed|arrowgo")
 	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")

@@ -19,6 +19,17 @@
 // once, also when fewer than W positions remain (the later ranks then get
 // none).
 //
+// # Equal shares
+//
+// Synchronous data-parallel training needs every rank to take the same
+// number of steps. Shard.End bounds the positions a shard covers: with
+// End = ⌊N/W⌋·W (EvenEnd with pad false) the last N mod W positions are
+// dropped and every rank gets ⌊N/W⌋ items; with End = ⌈N/W⌉·W (pad true)
+// the positions from N on wrap around to the start of the order (position
+// p ≥ N is item At(p mod N)), as PyTorch's DistributedSampler pads, and
+// every rank gets ⌈N/W⌉. A caller may also set a per-rank End (ranks whose
+// items differ in weight, e.g. rows per page): Len and At follow it.
+//
 // A Cursor (seed, epoch, position) says that every position below Position
 // has been consumed and none at or above it. After each rank has consumed j
 // items of its shard (a step barrier, as synchronous data-parallel training
@@ -134,12 +145,32 @@ func (p Perm) Position(v uint64) uint64 {
 }
 
 // Shard is one rank's share of an epoch's positions from Start: the j-th
-// item of the shard is at global position Start + j·World + Rank.
+// item of the shard is at global position Start + j·World + Rank, for the
+// positions below End. Positions at or beyond N wrap: position p is item
+// At(p mod N) (padding; see "Equal shares").
 type Shard struct {
 	Perm  Perm
 	Start uint64
+	End   uint64 // positions covered are below End; N by default
 	Rank  int
 	World int
+}
+
+// EvenEnd returns the end position that gives each of world ranks the same
+// number of the n positions: ⌊n/world⌋·world (the remainder dropped) or,
+// with pad, ⌈n/world⌉·world (the shortfall repeated from the start).
+func EvenEnd(n uint64, world int, pad bool) uint64 {
+	w := uint64(max(world, 1))
+	if pad {
+		return (n + w - 1) / w * w
+	}
+	return n / w * w
+}
+
+// WithEnd returns the shard covering the positions below end instead.
+func (s Shard) WithEnd(end uint64) Shard {
+	s.End = max(end, s.Start)
+	return s
 }
 
 // Shard returns rank's share of the positions from start on, for a world
@@ -148,30 +179,39 @@ func (p Perm) Shard(start uint64, rank, world int) (Shard, error) {
 	if world < 1 || rank < 0 || rank >= world {
 		return Shard{}, fmt.Errorf("%w: rank %d of world %d", ErrShard, rank, world)
 	}
-	return Shard{Perm: p, Start: min(start, p.n), Rank: rank, World: world}, nil
+	return Shard{Perm: p, Start: min(start, p.n), End: p.n, Rank: rank, World: world}, nil
 }
 
 // Len returns the number of items of the shard.
 func (s Shard) Len() uint64 {
 	first := s.Start + uint64(s.Rank)
-	if first >= s.Perm.n {
+	if first >= s.End {
 		return 0
 	}
-	return (s.Perm.n-first-1)/uint64(s.World) + 1
+	return (s.End-first-1)/uint64(s.World) + 1
 }
 
 // Pos returns the global position of the shard's j-th item.
 func (s Shard) Pos(j uint64) uint64 { return s.Start + j*uint64(s.World) + uint64(s.Rank) }
 
 // At returns the shard's j-th item. It panics if j ≥ Len().
-func (s Shard) At(j uint64) uint64 { return s.Perm.At(s.Pos(j)) }
+func (s Shard) At(j uint64) uint64 { return s.Perm.At(s.Wrap(s.Pos(j))) }
+
+// Wrap maps a position to the one in [0, N) it repeats: p mod N.
+func (s Shard) Wrap(p uint64) uint64 {
+	if p < s.Perm.n {
+		return p
+	}
+	return p % s.Perm.n
+}
 
 // Checkpoint returns the cursor of the whole world after every rank has
-// consumed done items of its shard: position Start + done·World, at most N.
+// consumed done items of its shard: position Start + done·World, at most
+// End.
 func (s Shard) Checkpoint(seed, epoch, done uint64) Cursor {
-	pos := s.Perm.n
-	if d := s.Perm.n - s.Start; done < d/uint64(s.World)+1 {
-		pos = min(s.Start+done*uint64(s.World), s.Perm.n)
+	pos := s.End
+	if d := s.End - s.Start; done < d/uint64(s.World)+1 {
+		pos = min(s.Start+done*uint64(s.World), s.End)
 	}
 	return Cursor{Seed: seed, Epoch: epoch, Position: pos}
 }

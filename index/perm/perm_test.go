@@ -232,3 +232,48 @@ func ExamplePerm() {
 	fmt.Println(len(seen), s.Len(), s.Pos(0), s.Pos(1), s.Pos(2))
 	// Output: 10 3 1 5 9
 }
+
+// TestEvenShares: with EvenEnd every rank gets the same count; dropping
+// loses only the last N mod W positions, padding repeats the first ones.
+func TestEvenShares(t *testing.T) {
+	for _, n := range []uint64{1, 2, 7, 10, 64, 101} {
+		for _, w := range []int{1, 2, 3, 7, 8} {
+			p := New(n, 3, 1)
+			for _, pad := range []bool{false, true} {
+				end := EvenEnd(n, w, pad)
+				seen := make([]int, n)
+				var lens []uint64
+				for r := 0; r < w; r++ {
+					s, err := p.Shard(0, r, w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s = s.WithEnd(end)
+					lens = append(lens, s.Len())
+					for j := uint64(0); j < s.Len(); j++ {
+						seen[s.At(j)]++
+					}
+				}
+				for _, l := range lens {
+					if l != lens[0] {
+						t.Fatalf("n=%d w=%d pad=%v: shard lengths %v differ", n, w, pad, lens)
+					}
+				}
+				total := 0
+				for v, c := range seen {
+					total += c
+					switch {
+					case !pad && c > 1, pad && c == 0:
+						t.Fatalf("n=%d w=%d pad=%v: item %d seen %d times", n, w, pad, v, c)
+					}
+				}
+				if uint64(total) != end {
+					t.Fatalf("n=%d w=%d pad=%v: %d items, want %d", n, w, pad, total, end)
+				}
+				if !pad && n-end >= uint64(w) || pad && end-n >= uint64(w) {
+					t.Fatalf("n=%d w=%d pad=%v: end %d", n, w, pad, end)
+				}
+			}
+		}
+	}
+}

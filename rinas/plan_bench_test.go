@@ -1,0 +1,61 @@
+package rinas
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/gen"
+)
+
+// BenchmarkOpenPlan measures what Open adds for the training semantics on
+// the index benchmark's 1,000-file, ~1M-page dataset (2,000 rows of ~24
+// tokens per file in ~128-byte pages): the content fingerprint, and the
+// epoch plan behind Len for page batches and for row batches of a world of
+// 8 (DropLast: every rank's rows counted). Set PAGEFEED_BENCH_FILES to
+// change the file count.
+func BenchmarkOpenPlan(b *testing.B) {
+	files := 1000
+	if v := os.Getenv("PAGEFEED_BENCH_FILES"); v != "" {
+		fmt.Sscan(v, &files)
+	}
+	dir := b.TempDir()
+	res, err := gen.Run(context.Background(), gen.Config{Dir: dir, Files: files, RowsPerFile: 2000, PageSize: 128,
+		MeanTokens: 24, Codec: "none", PageIndex: true, Seed: 1, Parallelism: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix, err := index.Build(context.Background(), res.Files, index.Options{Columns: []string{"input_ids"}, NoSidecar: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d files, %d pages, %d rows", ix.NumFiles(), ix.NumPages(0), ix.NumRows())
+	b.Run("fingerprint", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			fingerprint(ix, "input_ids.list.element")
+		}
+	})
+	for _, rows := range []int{0, 64} {
+		b.Run(fmt.Sprintf("plan/rows=%d", rows), func(b *testing.B) {
+			l := &Loader{cfg: Config{SharedIndex: ix, World: 8, Rank: 3, BatchPages: 64, BatchRows: rows}, ix: ix}
+			if err := l.cfg.fill(); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.plan(); err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < b.N; i++ {
+				if err := l.planInit(); err != nil {
+					b.Fatal(err)
+				}
+				var err error
+				if l.shard, l.ep, err = l.planEpoch(uint64(i), 0, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(l.Len()), "len")
+		})
+	}
+}
