@@ -50,7 +50,9 @@ func (f *File) SpanLen(off int64, n int) int {
 // the scratch is used again. moved is what the read moved from the file:
 // the range rounded out to the direct-I/O alignment (SpanLen), or what of
 // it the file held. Where the file ends before off+n, data holds the bytes
-// up to the end and err is io.EOF; other failures are *Error{Op: "read"},
+// up to the end and err is io.EOF; a read that stops before the size the
+// file had at open fails with ErrChanged (the file shrank since); other
+// failures are *Error{Op: "read"},
 // wrapping ErrAlignment where the kernel refused a direct read's alignment
 // (EINVAL). EINTR and EAGAIN are retried.
 func (f *File) ReadSpan(scratch *[]byte, off int64, n int) (data []byte, moved int, err error) {
@@ -68,6 +70,9 @@ func (f *File) ReadSpan(scratch *[]byte, off int64, n int) (data []byte, moved i
 	if err != nil {
 		return nil, got, err
 	}
+	if err := f.changed(start, span, got); err != nil {
+		return nil, got, err
+	}
 	if lo+n > got {
 		return (*scratch)[lo:max(got, lo)], got, io.EOF
 	}
@@ -77,7 +82,8 @@ func (f *File) ReadSpan(scratch *[]byte, off int64, n int) (data []byte, moved i
 // ReadAt implements io.ReaderAt on the calling goroutine: on a direct file
 // b is read in place when it and off meet the alignment, else through an
 // aligned scratch buffer and copied. Where the file ends first it returns
-// the bytes up to the end and io.EOF. Safe for concurrent use, but not
+// the bytes up to the end and io.EOF, or ErrChanged where it ended before
+// the size it had at open. Safe for concurrent use, but not
 // concurrently with closing f: the caller keeps f open until its
 // synchronous reads return (they hold no count that Close waits for).
 func (f *File) ReadAt(b []byte, off int64) (int, error) {
@@ -87,7 +93,9 @@ func (f *File) ReadAt(b []byte, off int64) (int, error) {
 		}
 		n, err := f.pread(b, off)
 		if err == nil && n < len(b) {
-			err = io.EOF
+			if err = f.changed(off, len(b), n); err == nil {
+				err = io.EOF
+			}
 		}
 		return n, err
 	}
@@ -114,6 +122,17 @@ func ReadRange(path string, off int64, n int, mode Tristate) ([]byte, error) {
 		return nil, err
 	}
 	return b[:m], err
+}
+
+// changed reports ErrChanged when a read of n bytes at off that returned
+// got stopped before the end of the file as it was at open: the file shrank
+// (or was replaced) since, as the queued reads report it.
+func (f *File) changed(off int64, n, got int) error {
+	if end := min(off+int64(n), f.size); off+int64(got) < end {
+		return &Error{Op: "read", Path: f.path, Off: off, Err: fmt.Errorf("%w: %d of %d bytes, the file held %d at open",
+			ErrChanged, got, end-off, f.size)}
+	}
+	return nil
 }
 
 // scratchPool holds ReadAt's aligned bounce buffers.

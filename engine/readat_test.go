@@ -116,3 +116,42 @@ func TestReadAtErrors(t *testing.T) {
 		t.Errorf("standalone file on a queue: %v", err)
 	}
 }
+
+// TestReadAtShrunk: a file that shrank after OpenFile fails synchronous
+// reads of the bytes it lost with ErrChanged naming it, as queued reads
+// do, while a range past its size at open still ends in io.EOF.
+func TestReadAtShrunk(t *testing.T) {
+	data := content(256 << 10)
+	for _, mode := range []Tristate{TryOn, Off} {
+		path := writeFile(t, data, false)
+		f, err := OpenFile(path, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := os.Truncate(path, 64<<10); err != nil {
+			t.Fatal(err)
+		}
+		var ee *Error
+		b := make([]byte, 5000)
+		if n, err := f.ReadAt(b, 100<<10+3); !errors.Is(err, ErrChanged) || !errors.As(err, &ee) || ee.Path != path || ee.Op != "read" {
+			t.Errorf("direct %v: ReadAt of lost bytes: %d, %v; want ErrChanged naming %s", f.Direct(), n, err, path)
+		}
+		if _, err := f.ReadAt(b, 60<<10); !errors.Is(err, ErrChanged) {
+			t.Errorf("direct %v: ReadAt across the new end: %v", f.Direct(), err)
+		}
+		var scratch []byte
+		if _, _, err := f.ReadSpan(&scratch, 100<<10+3, 5000); !errors.Is(err, ErrChanged) {
+			t.Errorf("direct %v: ReadSpan of lost bytes: %v", f.Direct(), err)
+		}
+		if n, err := f.ReadAt(b[:100], 1000); err != nil || n != 100 || !bytes.Equal(b[:100], data[1000:1100]) {
+			t.Errorf("direct %v: ReadAt of kept bytes: %d, %v", f.Direct(), n, err)
+		}
+		if err := os.Truncate(path, int64(len(data))); err != nil { // back to its size, zeros at the end
+			t.Fatal(err)
+		}
+		if n, err := f.ReadAt(b, int64(len(data))-100); err != io.EOF || n != 100 {
+			t.Errorf("direct %v: ReadAt past the end: %d, %v; want 100, io.EOF", f.Direct(), n, err)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package rinas
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 
@@ -41,7 +43,17 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) 
 	if err == io.EOF {
 		return nil, moved, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", len(b), n)
 	}
-	return b, moved, err
+	return b, moved, syncReadErr(path, off, err)
+}
+
+// syncReadErr returns a synchronous read's error: a file that shrank while
+// it was open (engine.ErrChanged) is ErrFileChanged, as in readErr.
+func syncReadErr(path string, off int64, err error) error {
+	var ee *engine.Error
+	if errors.Is(err, engine.ErrChanged) && errors.As(err, &ee) {
+		return &PageError{Op: "read", Path: path, Off: off, Err: fmt.Errorf("%w: %w", ErrFileChanged, ee.Err)}
+	}
+	return err
 }
 
 func (r *directReader) close() {
@@ -61,7 +73,7 @@ func preadFile(path string, off int64, n int) ([]byte, error) {
 	if err == io.EOF {
 		return nil, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", len(b), n)
 	}
-	return b, err
+	return b, syncReadErr(path, off, err)
 }
 
 // fetchOrdered reads and decodes fb's units one at a time, in order, on the
