@@ -142,28 +142,14 @@ func (l *Loader) readUnitSync(u *unit) error {
 // orderedDict returns the dictionary of chunk c of column k (nil when it
 // has none), read with the producer's direct reader when not cached.
 func (l *Loader) orderedDict(k, c int) (*codec.Dictionary, error) {
-	ci := l.ix.Chunk(k, c)
-	if ci.DictSize == 0 {
-		return nil, nil
-	}
-	key := l.key(k, c)
-	if d, ok := l.dicts.lookup(key); ok {
-		return d, nil
-	}
-	ch := l.chunks[key]
-	b, moved, err := l.direct.read(ch.Path, ci.DictOffset, int(ci.DictSize))
-	l.sa.disk.Add(int64(moved))
-	if err != nil {
-		return nil, err
-	}
-	l.sa.pageBytes.Add(int64(len(b)))
-	l.sa.dicts.Add(1)
-	d, err := l.prodD.Dictionary(ch, b, ci.DictOffset)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.dicts.store(key, d, func() string { return l.chunkName(key) }); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return l.cachedDict(k, c, l.prodD, func(path string, off int64, n int) ([]byte, error) {
+		b, moved, err := l.direct.read(path, off, n)
+		l.sa.disk.Add(int64(moved))
+		if err != nil {
+			return nil, err
+		}
+		l.sa.pageBytes.Add(int64(len(b)))
+		l.sa.dicts.Add(1)
+		return b, nil
+	})
 }

@@ -554,7 +554,15 @@ func (l *Loader) readPageSync(g int) (*codec.Page, error) {
 	return p, nil
 }
 
+// syncDict returns the dictionary of chunk c of column k (nil when it has
+// none), read synchronously on the consumer when not cached.
 func (l *Loader) syncDict(k, c int) (*codec.Dictionary, error) {
+	return l.cachedDict(k, c, l.syncD, preadFile)
+}
+
+// cachedDict returns the dictionary of chunk c of column k from the
+// cache, or reads it with read, decodes it with dec and caches it.
+func (l *Loader) cachedDict(k, c int, dec *codec.Decoder, read readFunc) (*codec.Dictionary, error) {
 	ci := l.ix.Chunk(k, c)
 	if ci.DictSize == 0 {
 		return nil, nil
@@ -564,11 +572,11 @@ func (l *Loader) syncDict(k, c int) (*codec.Dictionary, error) {
 		return d, nil
 	}
 	ch := l.chunks[key]
-	b, err := preadFile(ch.Path, ci.DictOffset, int(ci.DictSize))
+	b, err := read(ch.Path, ci.DictOffset, int(ci.DictSize))
 	if err != nil {
 		return nil, err
 	}
-	d, err := l.syncD.Dictionary(ch, b, ci.DictOffset)
+	d, err := dec.Dictionary(ch, b, ci.DictOffset)
 	if err != nil {
 		return nil, err
 	}

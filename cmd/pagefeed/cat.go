@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -80,34 +81,53 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var dict *codec.Dictionary
-		if cr.dict != nil {
-			if dict, err = dec.Dictionary(cr.chunk, cr.dict, cr.dictOff); err != nil {
-				return err
-			}
-		}
-		for j := range cr.pages {
-			pg, err := dec.DecodeSpan(cr.chunk, dict, cr.pages[j:], cr.offs[j:])
-			if err != nil {
-				return err
-			}
+		err = cr.decodePages(dec, func(pg *codec.Page) error {
+			defer pg.Release()
 			arr := pg.Array()
 			for r := 0; r < arr.Len() && left != 0; r++ {
 				line = codec.AppendJSON(line[:0], arr, r)
 				line = append(line, '\n')
 				if _, err := w.Write(line); err != nil {
-					pg.Release()
 					return err
 				}
 				left--
 			}
-			pg.Release()
 			if left == 0 {
-				break
+				return errEnough
 			}
+			return nil
+		})
+		if err != nil && err != errEnough {
+			return err
 		}
 	}
 	return w.Flush()
+}
+
+// errEnough ends decodePages early: the rows asked for are written.
+var errEnough = errors.New("enough rows")
+
+// decodePages decodes cr's data pages in order with dec, its dictionary
+// first, and hands each page to fn, which owns it (and releases it). An
+// error from fn ends the walk and is returned.
+func (cr *chunkRead) decodePages(dec *codec.Decoder, fn func(*codec.Page) error) error {
+	var dict *codec.Dictionary
+	if cr.dict != nil {
+		var err error
+		if dict, err = dec.Dictionary(cr.chunk, cr.dict, cr.dictOff); err != nil {
+			return err
+		}
+	}
+	for j := range cr.pages {
+		pg, err := dec.DecodeSpan(cr.chunk, dict, cr.pages[j:], cr.offs[j:])
+		if err != nil {
+			return err
+		}
+		if err := fn(pg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // chunkRead is one column chunk's pages, read through the engine.

@@ -54,18 +54,12 @@ func catColumns(ctx context.Context, rd engine.BatchReader, ix *index.Index, nam
 			if err != nil {
 				return err
 			}
-			var dict *codec.Dictionary
-			if cr.dict != nil {
-				if dict, err = dec.Dictionary(cr.chunk, cr.dict, cr.dictOff); err != nil {
-					return err
-				}
-			}
-			for j := range cr.pages {
-				pg, err := dec.DecodeSpan(cr.chunk, dict, cr.pages[j:], cr.offs[j:])
-				if err != nil {
-					return err
-				}
+			err = cr.decodePages(dec, func(pg *codec.Page) error {
 				cols[k] = append(cols[k], pg)
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		ci := ix.Chunk(0, c)
