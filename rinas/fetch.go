@@ -159,7 +159,7 @@ func splitTag(tag uint64) (fb, u, k int) {
 
 // produce schedules every unit of the loader's epochs, batch by batch. It
 // is the only goroutine that opens files and makes chunks.
-func (l *Loader) produce(epoch uint64, sh perm.Shard, lastRows int64, done uint64, exclude []uint64) {
+func (l *Loader) produce(epoch uint64, sh perm.Shard, cuts []UnitCut, done uint64, exclude []uint64) {
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
@@ -195,8 +195,11 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, lastRows int64, done uint6
 					l.free <- fb
 					return
 				}
-				if j == n {
-					fb.units[fb.n].limit = lastRows
+				for len(cuts) > 0 && cuts[0].Pos < pos {
+					cuts = cuts[1:]
+				}
+				if len(cuts) > 0 && cuts[0].Pos == pos {
+					fb.units[fb.n].limit = cuts[0].Rows
 				}
 				fb.n++
 			}
@@ -241,12 +244,12 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, lastRows int64, done uint6
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
-		sh2, ep, err := l.planEpoch(epoch, 0, false)
+		sh2, ep, err := l.planEpoch(epoch, 0, nil)
 		if err != nil {
 			l.perr = err
 			return
 		}
-		sh, lastRows, done, exclude = sh2, ep.lastRows, 0, nil
+		sh, cuts, done, exclude = sh2, ep.cuts, 0, nil
 	}
 }
 

@@ -187,7 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
-	go l.produce(l.epoch, l.shard, l.ep.lastRows, l.done, l.exclude)
+	go l.produce(l.epoch, l.shard, l.ep.cuts, l.done, l.exclude)
 	ok = true
 	return l, nil
 }
@@ -594,7 +594,7 @@ func (l *Loader) perm(epoch uint64) perm.Perm {
 func (l *Loader) startEpoch(s *State) error {
 	if s == nil {
 		l.epoch = l.cfg.Epoch
-		if err := l.beginEpoch(0, false); err != nil {
+		if err := l.beginEpoch(0, nil); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		l.done, l.exclude = 0, nil
@@ -624,7 +624,11 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch++
 		start, done = 0, 0
 	}
-	if err := l.beginEpoch(start, s.Resharded && !s.EpochEnd); err != nil {
+	var rem *State
+	if s.Resharded && !s.EpochEnd {
+		rem = s
+	}
+	if err := l.beginEpoch(start, rem); err != nil {
 		return fmt.Errorf("%w: %v", ErrState, err)
 	}
 	l.done = done
@@ -724,20 +728,21 @@ func (l *Loader) endEpoch() error {
 		return io.EOF
 	}
 	l.epoch++
-	if err := l.beginEpoch(0, false); err != nil {
+	if err := l.beginEpoch(0, nil); err != nil {
 		return err
 	}
 	l.done, l.exclude = 0, nil
 	return nil
 }
 
-// beginEpoch plans the consumer's epoch l.epoch from position start.
-func (l *Loader) beginEpoch(start uint64, resharded bool) error {
-	sh, ep, err := l.planEpoch(l.epoch, start, resharded)
+// beginEpoch plans the consumer's epoch l.epoch from position start (rem:
+// the Reshard state it resumes, or nil; see planEpoch).
+func (l *Loader) beginEpoch(start uint64, rem *State) error {
+	sh, ep, err := l.planEpoch(l.epoch, start, rem)
 	if err != nil {
 		return err
 	}
-	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, resharded
+	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, rem != nil
 	l.stats.DroppedRows += ep.dropped
 	l.stats.PaddedRows += ep.padded
 	switch {
@@ -791,15 +796,17 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
+	end := l.shard.End
 	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
-		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded}
+		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded,
+		End: &end, Cut: slices.Clone(l.ep.cuts)}
 	if len(l.proj) > 1 {
 		s.Columns, s.Lead = l.projNames(), l.ix.Column(l.lead).Path
 	}
 	if l.finished {
 		s.EpochEnd = true
-		s.Done, s.Batches = 0, 0
+		s.Done, s.Batches, s.End, s.Cut = 0, 0, nil, nil
 		return s
 	}
 	s.Exclude = slices.Clone(l.exclude)

@@ -15,9 +15,9 @@ import (
 // rank computes the whole world's shares from the index, so no rank needs
 // to hear from another.
 type epochPlan struct {
-	end      uint64 // this rank's shard end (perm.Shard.End)
-	lastRows int64  // rows delivered of the shard's last unit; -1 all
-	steps    int64  // batches this rank yields in the epoch (Len)
+	end   uint64    // this rank's shard end (perm.Shard.End)
+	cuts  []UnitCut // units delivering only their first rows, by position
+	steps int64     // batches this rank yields in the epoch (Len)
 	// force makes Next yield exactly steps batches (tokens output, whose
 	// token count the index cannot know): a short epoch is padded with
 	// empty batches, the rest of a long one dropped.
@@ -139,15 +139,20 @@ func (l *Loader) item(sh perm.Shard, pos uint64) uint64 {
 }
 
 // planEpoch returns rank's plan of an epoch whose shard starts at start.
-// Only an epoch planned for this world (not the remainder of a resharded
-// one: resharded) is equalized.
-func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epochPlan, error) {
+// Only an epoch planned for this world is equalized; the remainder of one
+// that Reshard dealt out (rem, a Resharded state; nil otherwise) keeps the
+// original plan's end and cut units, which rem carries (End, Cut).
+func (l *Loader) planEpoch(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error) {
 	p := l.perm(epoch)
 	sh, err := p.Shard(start, l.cfg.Rank, l.cfg.World)
 	if err != nil {
 		return sh, epochPlan{}, err
 	}
-	ep := epochPlan{end: l.nUnits, lastRows: -1}
+	ep := epochPlan{end: l.nUnits}
+	resharded := rem != nil
+	if resharded && rem.End != nil {
+		ep.end, ep.cuts = *rem.End, rem.Cut
+	}
 	w := uint64(l.cfg.World)
 	even := !resharded && !l.cfg.KeepUneven
 	switch {
@@ -158,14 +163,14 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 		}
 		sh = sh.WithEnd(ep.end)
 		ep.steps = int64((sh.Len() + uint64(l.cfg.BatchPages) - 1) / uint64(l.cfg.BatchPages))
-		if ep.end < l.nUnits {
+		if even && ep.end < l.nUnits {
 			for pos := ep.end; pos < l.nUnits; pos++ {
 				if (pos-start)%w == uint64(l.cfg.Rank) {
 					ep.dropped += l.unitRows(l.item(sh, pos))
 				}
 			}
 		}
-		for pos := l.nUnits; pos < ep.end; pos++ {
+		for pos := l.nUnits; even && pos < ep.end; pos++ {
 			if (pos-start)%w == uint64(l.cfg.Rank) {
 				ep.padded += l.unitRows(l.item(sh, pos))
 			}
@@ -210,7 +215,7 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 	own := rows[l.cfg.Rank]
 	if !even {
 		ep.steps = (own + b - 1) / b
-		return sh, ep, nil
+		return sh.WithEnd(ep.end), ep, nil
 	}
 	steps := own / b
 	if l.cfg.PadLast {
@@ -244,7 +249,7 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 		}
 		ep.end = sh.Pos(j) + 1
 		if acc > want {
-			ep.lastRows = rowsAt(j) - (acc - want)
+			ep.cuts = []UnitCut{{Pos: sh.Pos(j), Rows: rowsAt(j) - (acc - want)}}
 		}
 	default:
 		// PadLast: go on past N, repeating the start of the order.
@@ -254,7 +259,7 @@ func (l *Loader) planEpoch(epoch, start uint64, resharded bool) (perm.Shard, epo
 			if acc+n >= want {
 				ep.end = sh.Pos(j) + 1
 				if acc+n > want {
-					ep.lastRows = want - acc
+					ep.cuts = []UnitCut{{Pos: sh.Pos(j), Rows: want - acc}}
 				}
 				break
 			}

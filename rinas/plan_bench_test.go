@@ -51,7 +51,7 @@ func BenchmarkOpenPlan(b *testing.B) {
 					b.Fatal(err)
 				}
 				var err error
-				if l.shard, l.ep, err = l.planEpoch(uint64(i), 0, false); err != nil {
+				if l.shard, l.ep, err = l.planEpoch(uint64(i), 0, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -78,19 +78,22 @@ func (r *rowStream) push(u *unit) {
 			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo})
 		}
 	}
+	if u.limit >= 0 && int64(len(rows)) > u.limit {
+		// The share's last unit, cut for equal steps: its first rows in
+		// page order, before any shuffle, so that what is left out does
+		// not depend on the generator's history (Reshard carries the cut
+		// to another world, whose generators differ).
+		for i := range rows[u.limit:] {
+			rows[int(u.limit)+i].release()
+		}
+		rows = rows[:u.limit]
+	}
 	if r.l.cfg.Shuffle == ShuffleRowGroup {
 		// Reimu: rows of the block shuffled in memory.
 		for i := len(rows) - 1; i > 0; i-- {
 			j := int(r.rng.next() % uint64(i+1))
 			rows[i], rows[j] = rows[j], rows[i]
 		}
-	}
-	if u.limit >= 0 && int64(len(rows)) > u.limit {
-		// the share's last unit, cut for equal steps
-		for _, it := range rows[u.limit:] {
-			it.arr.Release()
-		}
-		rows = rows[:u.limit]
 	}
 	if r.buf == nil {
 		r.out = append(r.out, rows...)

@@ -156,6 +156,26 @@ def test_reshard_to_another_world(corpus, tmp_path):
         pagefeed.reshard([heads[0]["state"]], 3)  # a rank missing
 
 
+@pytest.mark.parametrize("worlds,seed", [((2, 3), 1), ((2, 3), 2), ((3, 2), 3), ((2, 1), 4), ((1, 2), 5)])
+def test_reshard_drop_last_keeps_its_tail(corpus, tmp_path, worlds, seed):
+    """With the default (drop_last for world > 1), the rows before the
+    checkpoints and after the reshard are exactly the original world's
+    uninterrupted epoch: its dropped tail stays dropped, nothing repeats."""
+    old, new = worlds
+    kw = dict(columns=["id"], batch_rows=50, seed=4)
+    full = [run_worker(tmp_path, "f%d" % r, paths=corpus, kw=kw, rank=r, world=old, steps=-1) for r in range(old)]
+    want = sorted(sum((f["ids"] for f in full), []))
+    assert len(want) == len(set(want))
+    rnd = random.Random(seed)
+    heads = [run_worker(tmp_path, "h%d" % r, paths=corpus, kw=kw, rank=r, world=old, steps=rnd.randrange(full[r]["steps"] + 1))
+             for r in range(old)]
+    states = pagefeed.reshard([h["state"] for h in heads], new)
+    tails = [run_worker(tmp_path, "t%d" % r, paths=corpus, kw=kw, rank=r, world=new, steps=-1, state=states[r])
+             for r in range(new)]
+    got = sorted(sum((h["ids"] for h in heads), []) + sum((t["ids"] for t in tails), []))
+    assert got == want
+
+
 def test_dataset_state_dict(corpus):
     ds = PagefeedDataset(corpus, columns=["id"], batch_rows=100, seed=2)
     it = iter(torch.utils.data.DataLoader(ds, batch_size=None))
