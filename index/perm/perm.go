@@ -49,7 +49,7 @@ import (
 // ErrShard reports an invalid rank or world size.
 var ErrShard = errors.New("perm: invalid shard")
 
-const rounds = 4
+const rounds = 4 // Positions unrolls them
 
 // Perm is a bijection of [0, N). The zero value is the empty permutation.
 // It is a small value, safe to copy and to use concurrently.
@@ -142,6 +142,66 @@ func (p Perm) Position(v uint64) uint64 {
 		x = p.decrypt(x)
 	}
 	return x
+}
+
+// Positions writes to out[i] the position of item lo+i, for len(out)
+// items from lo: Position over a range, for the passes that visit every
+// item of an epoch (an epoch plan counting each rank's rows). Items walk
+// their cycles (about 4^half/N decryptions each) in eight interleaved
+// lanes, so that the rounds' multiplications of different items overlap
+// instead of waiting on one another. It panics if lo+len(out) > N.
+func (p Perm) Positions(lo uint64, out []uint64) {
+	if lo > p.n || uint64(len(out)) > p.n-lo {
+		panic("perm: item out of range")
+	}
+	if p.n == 1 {
+		for i := range out {
+			out[i] = 0
+		}
+		return
+	}
+	const lanes = 8
+	m := len(out)
+	if m < lanes {
+		for i := range out {
+			out[i] = p.Position(lo + uint64(i))
+		}
+		return
+	}
+	n, h, mask := p.n, p.half, p.mask
+	k0, k1, k2, k3 := p.keys[0], p.keys[1], p.keys[2], p.keys[3]
+	// Lane j walks the cycle of item lo+at[j] from x[j]; a lane whose item
+	// has found its position takes the next item, until none is left.
+	var x [lanes]uint64
+	var at [lanes]int
+	for j := range lanes {
+		at[j], x[j] = j, lo+uint64(j)
+	}
+	next, busy := lanes, lanes
+	for busy > 0 {
+		for j := range lanes {
+			// decrypt, its rounds unrolled (rounds == 4)
+			l, r := x[j]>>h, x[j]&mask
+			l, r = r^(round(l, k3)&mask), l
+			l, r = r^(round(l, k2)&mask), l
+			l, r = r^(round(l, k1)&mask), l
+			l, r = r^(round(l, k0)&mask), l
+			x[j] = l<<h | r
+		}
+		for j := range lanes {
+			if x[j] >= n || at[j] < 0 {
+				continue
+			}
+			out[at[j]] = x[j]
+			if next < m {
+				at[j], x[j] = next, lo+uint64(next)
+				next++
+			} else {
+				at[j], x[j] = -1, 0 // idle: walks 0's cycle, unread
+				busy--
+			}
+		}
+	}
 }
 
 // Shard is one rank's share of an epoch's positions from Start: the j-th
