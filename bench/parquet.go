@@ -34,17 +34,24 @@ import (
 // over a dataset, or one of its baselines, for a time or a number of
 // epochs. Zero fields take the defaults of fill.
 type ParquetConfig struct {
-	Name     string
-	Paths    []string // files, directories or globs
-	Column   string   // default: the first leaf column
-	Shuffle  string   // page|row|rowgroup|stream|none; default page
-	Fetch    string   // unordered|ordered; default unordered
-	Batch    int      // pages per batch; default 64
-	Rows     int      // rows per batch (row batches); 0 = page batches
-	Buffer   int      // shuffle buffer rows
-	IODepth  int      // reads in flight in all, as fio's iodepth (split over the workers); default 256
-	Prefetch int      // batches read ahead; default rinas's automatic window
-	Workers  int      // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
+	Name  string
+	Paths []string // files, directories or globs
+	// Column is the projection: a leaf column, or several separated by
+	// commas (pagefeed engine only); default the first leaf column.
+	Column string
+	// LeadColumn, Coalesce and SideCache set rinas.Config's LeadColumn,
+	// CoalesceBytes and SideCacheBytes (default: rinas's).
+	LeadColumn string
+	Coalesce   int
+	SideCache  int64
+	Shuffle    string // page|row|rowgroup|stream|none; default page
+	Fetch      string // unordered|ordered; default unordered
+	Batch      int    // pages per batch; default 64
+	Rows       int    // rows per batch (row batches); 0 = page batches
+	Buffer     int    // shuffle buffer rows
+	IODepth    int    // reads in flight in all, as fio's iodepth (split over the workers); default 256
+	Prefetch   int    // batches read ahead; default rinas's automatic window
+	Workers    int    // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
 	// IOEngine is io_uring, psync (the engine's pread pool) or mmap
 	// (baseline: pages copied out of mmap'd files, page cache and all).
 	// Empty (the default) chooses as the loader does: io_uring, or psync
@@ -111,6 +118,9 @@ func (c *ParquetConfig) fill() error {
 	if c.Engine != "pagefeed" && c.Engine != "arrowgo" && c.Engine != "decode" {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: engine %q (want pagefeed, arrowgo or decode)", ErrBadOption, c.Engine)}
 	}
+	if strings.Contains(c.Column, ",") && (c.Engine != "pagefeed" || c.IOEngine == "mmap") {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: several columns (%s) need the pagefeed engine on io_uring or psync", ErrBadOption, c.Column)}
+	}
 	if c.Runtime <= 0 && c.Loops <= 0 {
 		c.Loops = 1
 	}
@@ -150,6 +160,9 @@ type ParquetResult struct {
 	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
 	Workers       int   // the loader's engine workers
 	ZeroCopyPages int64 // pages handed over in their read buffers
+	// Reads, SidePages, StraddleReads and CoalescedPages are the loader's
+	// counters (rinas.Stats).
+	Reads, SidePages, StraddleReads, CoalescedPages, SideCacheHits int64
 	// EngineStats are the io_uring workers' counters over the measured
 	// run (pagefeed engine on io_uring only).
 	EngineStats *engine.Stats
@@ -182,6 +195,11 @@ type ParquetJob struct {
 	Prefetch        int     `json:"prefetch,omitempty"`
 	Workers         int     `json:"workers,omitempty"`
 	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
+	Reads           int64   `json:"reads,omitempty"`
+	SidePages       int64   `json:"side_pages,omitempty"`
+	StraddleReads   int64   `json:"straddle_reads,omitempty"`
+	CoalescedPages  int64   `json:"coalesced_pages,omitempty"`
+	SideCacheHits   int64   `json:"side_cache_hits,omitempty"`
 	// EngineStats: where the engine workers' time went (io_uring only).
 	EngineStats *EngineStatsJSON `json:"engine_stats,omitempty"`
 }
@@ -304,8 +322,9 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 		Pin:     rinas.PinOptions{Enable: cfg.Pin},
 	}
 	if cfg.Column != "" {
-		rc.Columns = []string{cfg.Column}
+		rc.Columns = strings.Split(cfg.Column, ",")
 	}
+	rc.LeadColumn, rc.CoalesceBytes, rc.SideCacheBytes = cfg.LeadColumn, cfg.Coalesce, cfg.SideCache
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
 		return uringRefused(kind, err)
@@ -359,6 +378,8 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	st := l.Stats()
 	res.Pages, res.DiskBytes, res.PageBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.PageBytes, st.DecodedBytes
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
+	res.Reads, res.SidePages, res.StraddleReads, res.CoalescedPages = st.Reads, st.SidePages, st.StraddleReads, st.CoalescedPages
+	res.SideCacheHits = st.SideCacheHits
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
 		res.EngineStats = &est
@@ -659,6 +680,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle, Fetch: cfg.Fetch, IOEngine: cfg.IOEngine, Engine: cfg.Engine,
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
+		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
 	}
 	if st := r.EngineStats; st != nil {
 		j.EngineStats = &EngineStatsJSON{Workers: r.Workers, Enters: st.Enters, Waits: st.Waits, WaitNs: int64(st.WaitTime),

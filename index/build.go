@@ -452,7 +452,11 @@ func resolveColumns(sc *schema.Schema, names []string) ([]int, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: no column %q in schema", ErrColumn, name)
+			names := make([]string, sc.NumColumns())
+			for i := range names {
+				names[i] = sc.Column(i).Path()
+			}
+			return nil, fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(names, ", "))
 		}
 	}
 	return out, nil
@@ -503,6 +507,12 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 			}
 			if cc.FilePath() != "" {
 				return fm, &Error{Op: "footer", Path: path, Column: col, Off: -1, Err: fmt.Errorf("%w: column chunk in external file %q", ErrUnsupported, cc.FilePath())}
+			}
+			// A flat column holds one value (or null) per row: a chunk
+			// whose count differs cannot be delivered row-aligned beside
+			// the projection's other columns.
+			if len(leaves) > 1 && fm.maxRep[k] == 0 && cc.NumValues() != rows {
+				return fm, corrupt("footer", path, col, -1, "row group %d: column %s has %d values for %d rows: the projected columns' row counts differ", r, col, cc.NumValues(), rows)
 			}
 			c := chunkRaw{
 				codec:     cc.Compression(),

@@ -33,8 +33,9 @@ type Column struct {
 type Batch struct {
 	Epoch uint64
 	// Columns holds the rows (arrow output), one entry per projected
-	// column in projection order: one chunk per page (in arrival order)
-	// when batches are pages, one chunk of BatchRows rows otherwise.
+	// column in projection order: one chunk per page of the lead column
+	// (Config.LeadColumn), in arrival order, when batches are pages; one
+	// chunk of BatchRows rows otherwise.
 	Columns []Column
 	// Arrays is Columns[0].Arrays, the first projected column's chunks
 	// (nil when Columns is empty).

@@ -104,10 +104,21 @@ func (o Output) String() string {
 // Config configures a Loader. Zero fields take the defaults that fill
 // documents.
 type Config struct {
-	// Paths are Parquet files, directories or globs; Columns the projection
-	// (one leaf column: the loader reads one column; default the first leaf).
+	// Paths are Parquet files, directories or globs; Columns the projection:
+	// leaf columns by dotted path, a name that is not a leaf standing for
+	// all the leaves under it (default the first leaf). Every batch carries
+	// every projected column, row-aligned (see Batch.Columns).
 	Paths   []string
 	Columns []string
+	// LeadColumn, with several columns, is the column whose pages define
+	// the epoch's row spans (page, stream and no shuffle: one lead page;
+	// row shuffle: one row; rowgroup: one row group); the other columns
+	// read the pages that overlap each span. It must be projected, and
+	// its pages' first rows must be known (an offset index, or a header
+	// walk of a flat column or of V2 pages) unless the shuffle is
+	// rowgroup. Default: the projected column with the most bytes among
+	// those.
+	LeadColumn string
 
 	Shuffle Shuffle
 	// BatchPages is the fetch unit: the number of pages (row mode: rows;
@@ -123,6 +134,21 @@ type Config struct {
 	// full. 0 turns it off, except in stream mode (default 8192 there).
 	BufferRows int
 	Fetch      Fetch
+	// CoalesceBytes merges the reads of pages of one column chunk that a
+	// unit reads together (a row group's pages, a span's pages of another
+	// column, a page and its continuation) into one request when they are
+	// adjacent or at most 4 KiB apart, up to this many bytes per request
+	// (Meta's DPP coalesces up to about 1.25 MiB). When units can read
+	// several pages of a chunk, read slots grow to hold a coalesced run
+	// (up to 8 of the largest page). Default 1.25 MiB; negative turns
+	// coalescing off. With SharedEngine a run is at most the largest page.
+	CoalesceBytes int
+	// SideCacheBytes bounds the decoded pages of the projected columns
+	// other than the lead that are held for the next spans that need
+	// them (several columns only; counted against MemoryLimit): a side
+	// page usually covers several lead pages' rows. Default 64 MiB;
+	// negative turns it off (each span then reads its side pages).
+	SideCacheBytes int64
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
 	// columns (each batch ahead holds its read slots, and a smaller set of
@@ -260,6 +286,13 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// defaultCoalesce is Config.CoalesceBytes' default.
+const defaultCoalesce = 1280 << 10
+
+// coalesceSlotPages bounds the slot growth for coalesced runs, in pages of
+// the largest size.
+const coalesceSlotPages = 8
+
 // fill applies defaults and validates.
 func (c *Config) fill() error {
 	if len(c.Paths) == 0 && c.SharedIndex == nil {
@@ -326,6 +359,12 @@ func (c *Config) fill() error {
 		if c.Pad == 0 && !c.ExplicitPad {
 			c.Pad = c.EOS
 		}
+	}
+	if c.CoalesceBytes == 0 {
+		c.CoalesceBytes = defaultCoalesce
+	}
+	if c.SideCacheBytes == 0 {
+		c.SideCacheBytes = 64 << 20
 	}
 	switch n := btoi(c.DropLast) + btoi(c.PadLast) + btoi(c.KeepUneven); {
 	case n > 1:

@@ -96,28 +96,18 @@ func (l *Loader) fetchOrdered(fb *fetchBatch) {
 }
 
 func (l *Loader) readUnitSync(u *unit) error {
-	ch := l.chunks[u.chunk]
-	var dict *codec.Dictionary
-	if ci := l.ix.Chunk(0, u.chunk); ci.DictSize > 0 {
-		var ok bool
-		if dict, ok = l.dicts.lookup(u.chunk); !ok {
-			b, moved, err := l.direct.read(ch.Path, ci.DictOffset, int(ci.DictSize))
-			l.sa.disk.Add(int64(moved))
-			if err != nil {
-				return err
-			}
-			l.sa.pageBytes.Add(int64(len(b)))
-			l.sa.dicts.Add(1)
-			if dict, err = l.prodD.Dictionary(ch, b, ci.DictOffset); err != nil {
-				return err
-			}
-			if err := l.dicts.store(u.chunk, dict, func() string { return l.chunkName(u.chunk) }); err != nil {
-				return err
-			}
+	ch := l.chunks[l.key(l.lead, u.chunk)]
+	if len(u.dicts) < len(l.proj) {
+		u.dicts = make([]*codec.Dictionary, len(l.proj))
+	}
+	for i, k := range l.proj {
+		var err error
+		if u.dicts[i], err = l.orderedDict(k, u.chunk); err != nil {
+			return err
 		}
 	}
-	first := l.ix.Locate(0, u.first)
-	last := l.ix.Locate(0, u.first+u.n-1)
+	first := l.ix.Locate(l.lead, u.first)
+	last := l.ix.Locate(l.lead, u.first+u.n-1)
 	span, moved, err := l.direct.read(ch.Path, first.Offset, int(last.Offset+int64(last.Size)-first.Offset))
 	l.sa.disk.Add(int64(moved))
 	if err != nil {
@@ -125,16 +115,65 @@ func (l *Loader) readUnitSync(u *unit) error {
 	}
 	l.sa.pageBytes.Add(int64(len(span)))
 	for k := 0; k < u.n; k++ {
-		loc := l.ix.Locate(0, u.first+k)
+		loc := l.ix.Locate(l.lead, u.first+k)
 		lo := loc.Offset - first.Offset
 		u.data[k], u.offs[k] = span[lo:lo+int64(loc.Size)], loc.Offset
 	}
-	err = l.decodePages(l.prodD, u, dict, func(path string, off int64, n int) ([]byte, error) {
+	read := func(path string, off int64, n int) ([]byte, error) {
 		// Past the unit (rows longer than a page). The reader reuses its
 		// buffer on every read, and a span holds several pages.
 		b, _, err := l.direct.read(path, off, n)
 		return slices.Clone(b), err
-	})
+	}
+	err = l.decodePages(l.prodD, u, u.dicts[l.leadPos], read)
 	clear(u.data[:u.n])
+	if err != nil || len(l.sides) == 0 {
+		return err
+	}
+	// The other columns' pages, one read each into their own buffers.
+	for s, k := range l.sides {
+		sp := &u.side[s]
+		for j := 0; j < sp.n; j++ {
+			loc := l.ix.Locate(k, sp.first+j)
+			b, moved, err := l.direct.read(ch.Path, loc.Offset, int(loc.Size))
+			l.sa.disk.Add(int64(moved))
+			if err != nil {
+				return err
+			}
+			l.sa.pageBytes.Add(int64(len(b)))
+			u.data[sp.base+j], u.offs[sp.base+j] = slices.Clone(b), loc.Offset
+		}
+	}
+	err = l.decodeSides(l.prodD, u, u.dicts, read)
+	clear(u.data[:u.nr])
 	return err
+}
+
+// orderedDict returns the dictionary of chunk c of column k (nil when it
+// has none), read with the producer's direct reader when not cached.
+func (l *Loader) orderedDict(k, c int) (*codec.Dictionary, error) {
+	ci := l.ix.Chunk(k, c)
+	if ci.DictSize == 0 {
+		return nil, nil
+	}
+	key := l.key(k, c)
+	if d, ok := l.dicts.lookup(key); ok {
+		return d, nil
+	}
+	ch := l.chunks[key]
+	b, moved, err := l.direct.read(ch.Path, ci.DictOffset, int(ci.DictSize))
+	l.sa.disk.Add(int64(moved))
+	if err != nil {
+		return nil, err
+	}
+	l.sa.pageBytes.Add(int64(len(b)))
+	l.sa.dicts.Add(1)
+	d, err := l.prodD.Dictionary(ch, b, ci.DictOffset)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.dicts.store(key, d, func() string { return l.chunkName(key) }); err != nil {
+		return nil, err
+	}
+	return d, nil
 }

@@ -55,7 +55,7 @@ func IsCorruption(err error) bool { return codec.IsCorruption(err) }
 // SkippedPage is a unit the loader dropped under Config.SkipBadPages: its
 // first page, where the failure happened, and why.
 type SkippedPage struct {
-	Page  uint64 // global page number (of the loaded column) of the unit's first page
+	Page  uint64 // global page number (of the lead column: Config.LeadColumn) of the unit's first page
 	Epoch uint64
 	Path  string // file of the failing read or page
 	Off   int64  // its offset in the file
@@ -103,7 +103,7 @@ func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
 	case errors.As(err, &ce) && ce.Path != "":
 		sp.Path, sp.Off = ce.Path, ce.Off
 	default:
-		loc := l.ix.Locate(0, u.first)
+		loc := l.ix.Locate(l.lead, u.first)
 		sp.Path, sp.Off = l.ix.File(loc.File).Path, loc.Offset
 	}
 	n := l.skips.n.Add(1)

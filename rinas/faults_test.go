@@ -242,6 +242,7 @@ func TestFaultsEIONotSkipped(t *testing.T) {
 			}
 			cfg.Engine.Faults = inj
 			cfg.Engine.Direct = engine.Off
+			cfg.CoalesceBytes = -1 // one read per page, as many chances to fail
 			l := openT(t, cfg)
 			var err error
 			rows := 0
@@ -289,6 +290,8 @@ func TestFaultsRandomCorruptionSkipped(t *testing.T) {
 			cfg.BatchRows = tc.batchRows
 			cfg.SkipBadPages = true
 			cfg.Engine.Faults = inj
+			// One read per page, so that faults hit several row groups.
+			cfg.CoalesceBytes = -1
 			l := openT(t, cfg)
 			seen := make(map[int64]bool)
 			pages := map[uint64]bool{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -36,6 +37,23 @@ type Stats struct {
 	// into (uncompressed fixed-width lists in page batches: no copy).
 	ZeroCopyPages int64
 	SkippedPages  int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
+	// SidePages counts the pages of projected columns other than the
+	// lead read and decoded (included in Pages). StraddleReads counts the
+	// side pages read whose rows reach outside the unit's span: the
+	// neighbouring span reads them again. WholeChunkReads counts side
+	// chunks read whole for one unit because their pages' first rows are
+	// unknown.
+	SidePages       int64
+	StraddleReads   int64
+	WholeChunkReads int64
+	// SideCacheHits counts the side pages taken from the side cache
+	// instead of being read (Config.SideCacheBytes).
+	SideCacheHits int64
+	// Reads counts the page read requests issued (unordered fetch);
+	// CoalescedPages the pages read as part of another page's request
+	// (Config.CoalesceBytes).
+	Reads          int64
+	CoalescedPages int64
 	// DroppedRows counts the rows of this rank's share that the epochs
 	// begun so far leave out to give every rank the same steps
 	// (Config.DropLast; tokens output: also the rows past Len's last
@@ -53,14 +71,34 @@ type Loader struct {
 	eng   *engine.Engine
 	owned bool // eng and ix are ours to close
 
+	// The projection: index columns in projection order, the lead (whose
+	// pages define the units) and its position, the other columns
+	// (sides) and their positions; wholeSide[s][c] marks a side chunk
+	// read whole (row ranges unknown); chunkRow0 is each chunk's first
+	// row within its file.
+	proj      []int
+	lead      int
+	leadPos   int
+	sides     []int
+	sidePos   []int
+	wholeSide [][]bool
+	chunkRow0 []int64
+
 	nUnits   uint64
 	rowStart []int64 // row mode: global first row of each page, len pages+1
-	unitMax  int     // most pages one unit reads
-	dataset  string
-	fileSums string    // State.Files: each file's digest
-	pageRows []int32   // page units: rows starting in each page (-1 unknown)
-	pageTok  []float64 // tokens output: estimated tokens of each page
-	plans    planner   // the epoch plans computed so far
+	unitMax  int     // most lead pages one unit reads
+	coalesce int     // most bytes one coalesced read spans (0: off)
+	// sideReads is the most pages of the other columns one unit reads and
+	// sideMean their mean bytes in lead pages of mean size; maxRun the longest run of one chunk's
+	// pages one unit reads, in bytes (see planReads).
+	sideReads int
+	sideMean  float64
+	maxRun    int
+	dataset   string
+	fileSums  string    // State.Files: each file's digest
+	pageRows  []int32   // page units: rows starting in each page (-1 unknown)
+	pageTok   []float64 // tokens output: estimated tokens of each page
+	plans     planner   // the epoch plans computed so far
 
 	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
 	chunks  []*codec.Chunk // lazily made by the producer
@@ -73,6 +111,7 @@ type Loader struct {
 	pageQ   *engine.Queue
 	dictQ   *engine.Queue
 	dicts   dictCache
+	sideC   sideCache // decoded pages of the other columns (Config.SideCacheBytes)
 
 	fbs   []*fetchBatch
 	free  chan *fetchBatch
@@ -109,7 +148,10 @@ type Loader struct {
 	finished  bool
 
 	stats Stats
-	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
+	sa    struct {
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
+		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+	}
 	skips skipLog // Config.SkipBadPages
 }
 
@@ -160,6 +202,9 @@ func (l *Loader) openIndex(ctx context.Context) error {
 			opts.Columns = l.cfg.Columns
 		}
 		ix, err := index.Build(ctx, l.cfg.Paths, opts)
+		if errors.Is(err, index.ErrColumn) {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -169,11 +214,10 @@ func (l *Loader) openIndex(ctx context.Context) error {
 	if l.ix.NumColumns() == 0 {
 		return fmt.Errorf("%w: no column to load", ErrConfig)
 	}
-	if l.ix.NumColumns() > 1 && len(l.cfg.Columns) > 0 {
-		return fmt.Errorf("%w: %d columns selected (%v): a loader reads one leaf column; open one loader per column",
-			ErrConfig, l.ix.NumColumns(), l.cfg.Columns)
+	if err := l.projection(); err != nil {
+		return err
 	}
-	col := l.ix.Column(0)
+	col := l.ix.Column(l.lead)
 	if l.cfg.Output == OutputTokens {
 		d := col.Descr
 		if pt := d.PhysicalType().String(); (pt != "INT32" && pt != "INT64") || d.MaxRepetitionLevel() > 1 {
@@ -181,22 +225,29 @@ func (l *Loader) openIndex(ctx context.Context) error {
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	l.dataset, l.fileSums = fingerprint(l.ix, col.Path)
+	name := col.Path
+	if len(l.proj) > 1 {
+		// The whole projection, and which column led the spans.
+		for _, k := range l.proj {
+			name += "\x00" + l.ix.Column(k).Path
+		}
+	}
+	l.dataset, l.fileSums = fingerprint(l.ix, name)
 	return nil
 }
 
 // plan sizes the epoch's units.
 func (l *Loader) plan() error {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	if n == 0 {
-		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(0).Path)
+		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(l.lead).Path)
 	}
 	l.unitMax = 1
 	switch l.cfg.Shuffle {
 	case ShuffleRow:
 		l.rowStart = make([]int64, n+1)
 		for g := 0; g < n; g++ {
-			loc := l.ix.Locate(0, g)
+			loc := l.ix.Locate(l.lead, g)
 			if loc.NumRows < 0 {
 				return fmt.Errorf("%w: row shuffle needs each page's row count, and %s has pages without one (no offset index)",
 					ErrConfig, l.ix.File(loc.File).Path)
@@ -214,10 +265,10 @@ func (l *Loader) plan() error {
 	case ShuffleRowGroup:
 		l.nUnits = uint64(l.ix.NumChunks())
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(0, c)
+			ci := l.ix.Chunk(l.lead, c)
 			if ci.NumPages > maxUnitPages {
 				return fmt.Errorf("%w: rowgroup shuffle reads a row group's chunk as one unit of at most %d pages, and row group %d of %s has %d in column %s: use page or row shuffle, or smaller row groups",
-					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(0).Path)
+					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(l.lead).Path)
 			}
 			l.unitMax = max(l.unitMax, ci.NumPages)
 		}
@@ -229,14 +280,21 @@ func (l *Loader) plan() error {
 		// A page and its continuation where rows may cross pages: a page
 		// of a repeated column whose row count the index does not know
 		// (fillUnit reads the next page with it).
-		if l.ix.Column(0).Descr.MaxRepetitionLevel() > 0 {
+		if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 {
 			for g := 0; g < n; g++ {
-				if l.ix.Locate(0, g).NumRows < 0 {
+				if l.ix.Locate(l.lead, g).NumRows < 0 {
 					l.unitMax = 2
 					break
 				}
 			}
 		}
+	}
+	if l.cfg.Shuffle != ShuffleRowGroup {
+	}
+	l.planReads()
+	if n := l.unitMax + l.sideReads; n > maxUnitPages {
+		return fmt.Errorf("%w: a unit would read %d pages (%d of column %s and %d of the other columns), at most %d: use page shuffle, smaller row groups or another LeadColumn",
+			ErrConfig, n, l.unitMax, l.ix.Column(l.lead).Path, l.sideReads, maxUnitPages)
 	}
 	return nil
 }
@@ -288,11 +346,11 @@ func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 // headers, or 0 when none could be read. It sizes the read-ahead and the
 // memory check only: a page it cannot read fails when its batch does.
 func (l *Loader) decodedPageEstimate() int {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	m := min(n, sampleHeaders)
 	est := 0
 	for k := 0; k < m; k++ {
-		loc := l.ix.Locate(0, k*n/m)
+		loc := l.ix.Locate(l.lead, k*n/m)
 		b, err := preadFile(l.ix.File(loc.File).Path, loc.Offset, min(int(loc.Size), 4096))
 		if err != nil {
 			continue
@@ -324,26 +382,47 @@ func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
 
 func (l *Loader) openEngine() error {
 	maxPage := 0
-	for g := 0; g < l.ix.NumPages(0); g++ {
-		maxPage = max(maxPage, int(l.ix.Locate(0, g).Size))
-	}
 	compressed := false // any chunk: picks the read-ahead and worker defaults
-	for c := 0; c < l.ix.NumChunks(); c++ {
-		ci := l.ix.Chunk(0, c)
-		maxPage = max(maxPage, int(ci.DictSize))
-		compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
+	for _, k := range l.proj {
+		for g := 0; g < l.ix.NumPages(k); g++ {
+			maxPage = max(maxPage, int(l.ix.Locate(k, g).Size))
+		}
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			ci := l.ix.Chunk(k, c)
+			maxPage = max(maxPage, int(ci.DictSize))
+			compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
+		}
 	}
 	opts := l.cfg.Engine
+	// Units that read several pages of one chunk may coalesce them.
+	// (A page and its continuation coalesce only where both fit a slot
+	// sized for one page: doubling every slot for them costs more memory
+	// than the read it saves is worth.)
+	several := l.cfg.Shuffle == ShuffleRowGroup || len(l.sides) > 0
 	if opts.SlotSize == 0 {
-		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
+		payload := maxPage
+		if several && l.cfg.CoalesceBytes > 0 {
+			payload = max(maxPage, min(l.cfg.CoalesceBytes, coalesceSlotPages*maxPage, l.maxRun))
+		}
+		opts.SlotSize = payload + 8192 // room for alignment on both ends
 	}
-	perBatch := l.cfg.BatchPages * l.unitMax
+	if l.cfg.CoalesceBytes > 0 {
+		l.coalesce = min(l.cfg.CoalesceBytes, opts.SlotSize-8192)
+		if l.cfg.SharedEngine != nil {
+			l.coalesce = min(l.cfg.CoalesceBytes, maxPage)
+		}
+	}
+	unitReads := l.unitMax + l.sideReads
+	perBatch := l.cfg.BatchPages * unitReads
 	decoded := 0
 	if compressed {
 		decoded = l.decodedPageEstimate()
 	}
 	if l.cfg.Prefetch == 0 {
-		l.cfg.Prefetch = autoPrefetch(perBatch, opts.SlotSize, decoded, compressed)
+		// The window counts a batch's pages as lead pages of mean size:
+		// other columns' pages are often far smaller.
+		mean := int(math.Ceil(float64(l.cfg.BatchPages) * (float64(l.unitMax) + l.sideMean)))
+		l.cfg.Prefetch = autoPrefetch(mean, opts.SlotSize, decoded, compressed)
 	}
 	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
@@ -361,7 +440,7 @@ func (l *Loader) openEngine() error {
 	if opts.SlotsPerWorker == 0 {
 		// Enough slots for the whole window plus dictionaries, so units
 		// parked for a dictionary never starve the dictionary's read.
-		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+l.unitMax+opts.Workers-1)/opts.Workers+2)
+		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+unitReads+opts.Workers-1)/opts.Workers+2)
 	}
 	if opts.Logf == nil {
 		opts.Logf = l.cfg.Logf
@@ -391,11 +470,16 @@ func (l *Loader) openEngine() error {
 	if l.cfg.Fetch == Unordered {
 		decBytes = int64(decoded) * int64(window)
 	}
-	need := slotBytes + tokBytes + decBytes
-	if need > l.cfg.MemoryLimit {
-		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
-			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, l.cfg.MemoryLimit>>20)
+	sideBytes := int64(0)
+	if len(l.sides) > 0 && l.cfg.SideCacheBytes > 0 {
+		sideBytes = l.cfg.SideCacheBytes
 	}
+	need := slotBytes + tokBytes + decBytes + sideBytes
+	if need > l.cfg.MemoryLimit {
+		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each), %d MiB of token buffers and %d MiB of side cache, limit %d MiB",
+			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, sideBytes>>20, l.cfg.MemoryLimit>>20)
+	}
+	l.sideC.init(sideBytes)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {
@@ -438,16 +522,16 @@ func (l *Loader) openEngine() error {
 	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
 		l.prodD = codec.NewDecoder(copts)
-		span := 0
+		span := maxPage // any one page or dictionary of the projection
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(0, c)
+			ci := l.ix.Chunk(l.lead, c)
 			span = max(span, int(ci.DictSize))
 			end := ci.FirstPage + ci.NumPages
 			for g := ci.FirstPage; g < end; g++ {
 				// A unit spans its pages: up to unitMax from g (a whole
 				// chunk for row groups).
-				last := l.ix.Locate(0, min(g+l.unitMax, end)-1)
-				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(0, g).Offset))
+				last := l.ix.Locate(l.lead, min(g+l.unitMax, end)-1)
+				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(l.lead, g).Offset))
 				if l.cfg.Shuffle == ShuffleRowGroup {
 					break
 				}
@@ -459,7 +543,7 @@ func (l *Loader) openEngine() error {
 		}
 	}
 	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
-	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
+	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())
 	l.dicts.init(dictLeft / 2)
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
@@ -474,9 +558,10 @@ func (l *Loader) openEngine() error {
 		fb := &fetchBatch{id: i, units: make([]unit, l.cfg.BatchPages), order: make([]int32, l.cfg.BatchPages),
 			done: make(chan struct{}, 1)}
 		for u := range fb.units {
-			fb.units[u].comps = make([]*engine.Completion, l.unitMax)
-			fb.units[u].data = make([][]byte, l.unitMax)
-			fb.units[u].offs = make([]int64, l.unitMax)
+			fb.units[u].comps = make([]*engine.Completion, unitReads)
+			fb.units[u].data = make([][]byte, unitReads)
+			fb.units[u].offs = make([]int64, unitReads)
+			fb.units[u].side = make([]sideSpan, len(l.sides))
 		}
 		l.fbs = append(l.fbs, fb)
 		l.free <- fb
@@ -513,6 +598,10 @@ func (l *Loader) startEpoch(s *State) error {
 		}
 		l.done, l.exclude = 0, nil
 		return nil
+	}
+	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
+		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
+			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	}
 	if err := l.checkState(s); err != nil {
 		return err
@@ -672,6 +761,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		arrs := make([]arrow.Array, 0, fb.n)
+		var segs [][]arrow.Array
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
 		for _, ui := range l.arrivals(fb)[:fb.n] {
 			u := &fb.units[ui]
@@ -679,11 +769,17 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 				a := p.Array()
 				a.Retain()
 				arrs = append(arrs, a)
+				if len(l.sides) > 0 {
+					for _, x := range u.segs[i] {
+						x.Retain()
+					}
+					segs = append(segs, u.segs[i])
+				}
 				b.Pages = append(b.Pages, uint64(u.first+i))
 				b.Rows += p.Rows()
 			}
 		}
-		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: arrs}})
+		b.setColumns(l.columnsOf(arrs, segs))
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
 		fb.out.Store(true)
@@ -697,6 +793,9 @@ func (l *Loader) State() *State {
 	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
 		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded}
+	if len(l.proj) > 1 {
+		s.Columns, s.Lead = l.projNames(), l.ix.Column(l.lead).Path
+	}
 	if l.finished {
 		s.EpochEnd = true
 		s.Done, s.Batches = 0, 0
@@ -727,6 +826,12 @@ func (l *Loader) Stats() Stats {
 	s.SlowReads = l.sa.slow.Load()
 	s.ZeroCopyPages = l.sa.zeroCopy.Load()
 	s.SkippedPages = l.skips.n.Load()
+	s.SidePages = l.sa.sidePages.Load()
+	s.StraddleReads = l.sa.straddle.Load()
+	s.WholeChunkReads = l.sa.wholeChunk.Load()
+	s.Reads = l.sa.reads.Load()
+	s.SideCacheHits = l.sa.sideHits.Load()
+	s.CoalescedPages = l.sa.coalesced.Load()
 	return s
 }
 
@@ -769,6 +874,7 @@ func (l *Loader) closeAll() error {
 	}
 	l.rows.drop()
 	l.dicts.drop()
+	l.sideC.drop()
 	if l.tokBufs != nil {
 		l.tokMu.Lock()
 		l.tokClosed = true // buffers released from here on are unmapped

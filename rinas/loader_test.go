@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if relDir != "" {
 		os.RemoveAll(relDir)
 	}
+	if mcDir != "" {
+		os.RemoveAll(mcDir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

@@ -34,11 +34,11 @@ type epochPlan struct {
 func (l *Loader) planInit() error {
 	l.plans = planner{}
 	if l.cfg.Shuffle != ShuffleRow && l.cfg.Shuffle != ShuffleRowGroup {
-		l.pageRows = l.ix.PageRows(0)
+		l.pageRows = l.ix.PageRows(l.lead)
 		if l.cfg.BatchRows > 0 && l.cfg.Output == OutputArrow && !l.cfg.KeepUneven {
 			for g, n := range l.pageRows {
 				if n < 0 {
-					loc := l.ix.Locate(0, g)
+					loc := l.ix.Locate(l.lead, g)
 					return fmt.Errorf("%w: equal steps with row batches need each page's row count, and %s has pages without one (no offset index): set KeepUneven, use page batches or the rowgroup shuffle",
 						ErrConfig, l.ix.File(loc.File).Path)
 				}
@@ -56,21 +56,21 @@ func (l *Loader) planInit() error {
 // column's values are estimated from its bytes, at the values per byte of
 // sampled page headers.
 func (l *Loader) tokenEstimates() []float64 {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	out := make([]float64, n)
-	rows := l.ix.PageRows(0)
-	if l.ix.Column(0).Descr.MaxRepetitionLevel() == 0 {
+	rows := l.ix.PageRows(l.lead)
+	if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() == 0 {
 		for g := range out {
 			out[g] = float64(max(rows[g], 0))
 		}
 		return out
 	}
-	sizes := l.ix.PageSizes(0)
+	sizes := l.ix.PageSizes(l.lead)
 	vals, bytes := 0.0, 0.0
 	m := min(n, sampleHeaders)
 	for k := 0; k < m; k++ {
 		g := k * n / m
-		loc := l.ix.Locate(0, g)
+		loc := l.ix.Locate(l.lead, g)
 		b, err := preadFile(l.ix.File(loc.File).Path, loc.Offset, min(int(loc.Size), 4096))
 		if err != nil {
 			continue
@@ -102,7 +102,7 @@ func (l *Loader) unitWeight(item uint64) float64 {
 		}
 		return 1
 	case ShuffleRowGroup:
-		c := l.ix.Chunk(0, int(item))
+		c := l.ix.Chunk(l.lead, int(item))
 		if l.pageTok != nil {
 			t := 0.0
 			for g := c.FirstPage; g < c.FirstPage+c.NumPages; g++ {
@@ -338,7 +338,7 @@ func (l *Loader) countRows(p perm.Perm, start uint64, rows []int64) {
 	if unit == nil { // rowgroup units: each chunk's rows, flat
 		unit = make([]int32, n)
 		for c := range unit {
-			r := l.ix.Chunk(0, c).NumRows
+			r := l.ix.Chunk(l.lead, c).NumRows
 			if r > math.MaxInt32 {
 				// Beyond a flat int32 count: the reference pass.
 				l.countRowsLoop(p, start, rows)
@@ -432,7 +432,7 @@ func (l *Loader) unitRows(item uint64) int64 {
 	case ShuffleRow:
 		return 1
 	case ShuffleRowGroup:
-		return l.ix.Chunk(0, int(item)).NumRows
+		return l.ix.Chunk(l.lead, int(item)).NumRows
 	}
 	return int64(max(l.pageRows[item], 0))
 }

@@ -248,18 +248,22 @@ func TestPlanMatchesReference(t *testing.T) {
 }
 
 // TestPlanMatchesReferenceDataset: on a generated dataset, for every
-// shuffle (rowgroup units' rows come from the index), row and page
-// batches, worlds and starts, the plan equals the reference.
+// shuffle (rowgroup units' rows come from the index), one column and two
+// (either leading), row and page batches, worlds and starts, the plan
+// equals the reference.
 func TestPlanMatchesReferenceDataset(t *testing.T) {
 	ds := testDataset(t, "v2")
+	leads := map[int]bool{}
 	for _, sh := range []Shuffle{ShufflePage, ShuffleRow, ShuffleRowGroup, ShuffleStream, ShuffleNone} {
 		for _, world := range []int{1, 3, 8} {
-			for _, pad := range []bool{false, true} {
+			for ci, pad := range []bool{false, true, false} {
 				cfg := baseConfig(ds, "id")
+				cfg.Columns = [][]string{{"id"}, {"input_ids", "id"}, {"id", "input_ids"}}[(ci+world)%3]
 				cfg.Shuffle, cfg.World, cfg.Rank = sh, world, world-1
 				cfg.BatchRows, cfg.BufferRows, cfg.BatchPages = 37, 50, 5
 				cfg.DropLast, cfg.PadLast = !pad, pad
 				l := openT(t, cfg)
+				leads[l.lead] = true
 				for _, start := range []uint64{0, 1, l.nUnits / 2, l.nUnits} {
 					for epoch := uint64(0); epoch < 3; epoch++ {
 						for _, resharded := range []bool{false, true} {
@@ -274,5 +278,8 @@ func TestPlanMatchesReferenceDataset(t *testing.T) {
 				}
 			}
 		}
+	}
+	if !leads[0] || !leads[1] {
+		t.Fatalf("leading columns seen %v, want 0 and 1", leads)
 	}
 }

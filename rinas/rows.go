@@ -21,6 +21,18 @@ type rowItem struct {
 	ref RowRef
 	arr arrow.Array
 	i   int
+	// cols hold the row in the other projected columns, at index ci of
+	// each (several columns; each retained once per item).
+	cols []arrow.Array
+	ci   int
+}
+
+// release drops the item's references.
+func (it *rowItem) release() {
+	it.arr.Release()
+	for _, a := range it.cols {
+		a.Release()
+	}
 }
 
 func (it *rowItem) tok() int     { return int(it.ref.Tok) }
@@ -54,9 +66,18 @@ func (r *rowStream) push(u *unit) {
 		if u.row >= 0 {
 			lo, hi = int(u.row), int(u.row)+1
 		}
+		var cols []arrow.Array
+		if len(r.l.sides) > 0 {
+			// each side's rows [lo, hi) of this page; u.segs is reused
+			// once the unit's batch is recycled
+			cols = slices.Clone(u.segs[k])
+		}
 		for i := lo; i < hi; i++ {
 			a.Retain()
-			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i})
+			for _, c := range cols {
+				c.Retain()
+			}
+			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo})
 		}
 	}
 	if r.l.cfg.Shuffle == ShuffleRowGroup {
@@ -119,12 +140,12 @@ func (r *rowStream) pending() []RowRef {
 // drop releases every row held.
 func (r *rowStream) drop() {
 	for _, it := range r.out {
-		it.arr.Release()
+		it.release()
 	}
 	r.out = nil
 	if r.buf != nil {
 		for _, it := range r.buf.items {
-			it.arr.Release()
+			it.release()
 		}
 		r.buf.items, r.buf.refs = r.buf.items[:0], r.buf.refs[:0]
 	}
@@ -139,9 +160,15 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 		return nil
 	}
 	pages := map[uint64]*codec.Page{}
+	sides := map[uint64][]arrow.Array{}
 	defer func() {
 		for _, p := range pages {
 			p.Release()
+		}
+		for _, cols := range sides {
+			for _, a := range cols {
+				a.Release()
+			}
 		}
 	}()
 	items := make([]rowItem, 0, len(refs))
@@ -153,6 +180,13 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 				return err
 			}
 			pages[ref.Page] = p
+			if len(r.l.sides) > 0 {
+				cols, err := r.l.readSidesSync(int(ref.Page), p.Rows())
+				if err != nil {
+					return err
+				}
+				sides[ref.Page] = cols
+			}
 		}
 		a := p.Array()
 		if int(ref.Row) >= a.Len() {
@@ -171,7 +205,11 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 			}
 		}
 		a.Retain()
-		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row)})
+		cols := sides[ref.Page]
+		for _, c := range cols {
+			c.Retain()
+		}
+		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row), cols: cols, ci: int(ref.Row)})
 	}
 	nbuf := 0
 	if r.buf != nil && !flushed {
@@ -215,7 +253,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 			l.putTokBuf(tb)
 		}
 		for _, it := range taken {
-			it.arr.Release()
+			it.release()
 		}
 	}
 	full := func() bool {
@@ -237,7 +275,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 					break // the row continues in the next batch
 				}
 				b.Refs = append(b.Refs, it.ref)
-				it.arr.Release()
+				it.release()
 			} else {
 				taken = append(taken, *it)
 				b.Refs = append(b.Refs, it.ref)
@@ -294,16 +332,43 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		return b, nil
 	}
 	if len(taken) > 0 {
-		arr, err := concatRows(taken)
+		cols, err := l.concatColumns(taken)
 		for _, it := range taken {
-			it.arr.Release()
+			it.release()
 		}
 		if err != nil {
 			return nil, err
 		}
-		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: []arrow.Array{arr}}})
+		b.setColumns(cols)
 	}
 	return b, nil
+}
+
+// concatColumns builds one array per projected column of the rows.
+func (l *Loader) concatColumns(rows []rowItem) ([]Column, error) {
+	lead, err := concatRows(rows)
+	if err != nil {
+		return nil, err
+	}
+	segs := [][]arrow.Array{make([]arrow.Array, 0, len(l.sides))}
+	if len(l.sides) > 0 {
+		side := make([]rowItem, len(rows))
+		for s := range l.sides {
+			for i, it := range rows {
+				side[i] = rowItem{arr: it.cols[s], i: it.ci}
+			}
+			a, err := concatRows(side)
+			if err != nil {
+				lead.Release()
+				for _, x := range segs[0] {
+					x.Release()
+				}
+				return nil, err
+			}
+			segs[0] = append(segs[0], a)
+		}
+	}
+	return l.columnsOf([]arrow.Array{lead}, segs), nil
 }
 
 // dropRest drops what is left of the epoch (tokens output past Len's
@@ -385,7 +450,7 @@ func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
 		return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
 	}
 	if err != nil {
-		loc := l.ix.Locate(0, int(it.ref.Page))
+		loc := l.ix.Locate(l.lead, int(it.ref.Page))
 		return false, fmt.Errorf("rinas: %s: page at offset %d, row %d: %w", l.ix.File(loc.File).Path, loc.Offset, it.ref.Row, err)
 	}
 	it.setTok(it.tok() + n)
@@ -472,34 +537,35 @@ func concatRows(rows []rowItem) (arrow.Array, error) {
 // readPageSync reads and decodes page g on the calling goroutine (resume,
 // and rows longer than two pages).
 func (l *Loader) readPageSync(g int) (*codec.Page, error) {
-	loc := l.ix.Locate(0, g)
-	if err := l.prepareChunk(loc.Chunk); err != nil {
+	loc := l.ix.Locate(l.lead, g)
+	if err := l.prepareChunk(l.lead, loc.Chunk); err != nil {
 		return nil, err
 	}
-	dict, err := l.syncDict(loc.Chunk)
+	dict, err := l.syncDict(l.lead, loc.Chunk)
 	if err != nil {
 		return nil, err
 	}
-	p, err := l.extendSpan(l.syncD, loc.Chunk, dict, nil, nil, g, preadFile)
+	p, err := l.extendSpan(l.syncD, l.lead, loc.Chunk, dict, nil, nil, g, preadFile)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.checkPage(g, p); err != nil {
+	if err := l.checkPage(l.lead, g, p); err != nil {
 		p.Release()
 		return nil, err
 	}
 	return p, nil
 }
 
-func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
-	ci := l.ix.Chunk(0, c)
+func (l *Loader) syncDict(k, c int) (*codec.Dictionary, error) {
+	ci := l.ix.Chunk(k, c)
 	if ci.DictSize == 0 {
 		return nil, nil
 	}
-	if d, ok := l.dicts.lookup(c); ok {
+	key := l.key(k, c)
+	if d, ok := l.dicts.lookup(key); ok {
 		return d, nil
 	}
-	ch := l.chunks[c]
+	ch := l.chunks[key]
 	b, err := preadFile(ch.Path, ci.DictOffset, int(ci.DictSize))
 	if err != nil {
 		return nil, err
@@ -508,7 +574,7 @@ func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := l.dicts.store(c, d, func() string { return l.chunkName(c) }); err != nil {
+	if err := l.dicts.store(key, d, func() string { return l.chunkName(key) }); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -529,17 +595,17 @@ func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictio
 		// u's pages sit in slots or a shared buffer that the reads reuse.
 		bufs, offs = append(bufs, slices.Clone(u.data[i])), append(offs, u.offs[i])
 	}
-	return l.extendSpan(dec, u.chunk, dict, bufs, offs, u.first+u.n, read)
+	return l.extendSpan(dec, l.lead, u.chunk, dict, bufs, offs, u.first+u.n, read)
 }
 
-// extendSpan reads the pages of chunk c from page next on, appending each
-// to bufs, and decodes the span of bufs until its last row ends, the chunk
-// ends or 64 pages are held.
-func (l *Loader) extendSpan(dec *codec.Decoder, c int, dict *codec.Dictionary, bufs [][]byte, offs []int64, next int, read readFunc) (*codec.Page, error) {
-	ch := l.chunks[c]
-	end := l.chunkEnd(c)
+// extendSpan reads the pages of chunk c of column k from page next on,
+// appending each to bufs, and decodes the span of bufs until its last row
+// ends, the chunk ends or 64 pages are held.
+func (l *Loader) extendSpan(dec *codec.Decoder, k, c int, dict *codec.Dictionary, bufs [][]byte, offs []int64, next int, read readFunc) (*codec.Page, error) {
+	ch := l.chunks[l.key(k, c)]
+	end := l.chunkEnd(k, c)
 	for g := next; g < end && len(bufs) < 64; g++ {
-		loc := l.ix.Locate(0, g)
+		loc := l.ix.Locate(k, g)
 		b, err := read(ch.Path, loc.Offset, int(loc.Size))
 		if err != nil {
 			return nil, err

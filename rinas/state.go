@@ -8,7 +8,7 @@ import (
 	"github.com/pagefeed/pagefeed/index/perm"
 )
 
-// RowRef names one row: a global page number (of the loaded column) and
+// RowRef names one row: a global page number (of the lead column: Config.LeadColumn) and
 // the row's index among the rows that start in that page.
 type RowRef struct {
 	Page uint64 `json:"p"`
@@ -45,8 +45,12 @@ type State struct {
 	// its footer's hash. A copy or a move of the dataset keeps it; Files
 	// holds each file's share of it (4 bytes a file, base64) so that a
 	// changed file can be named.
-	Dataset string   `json:"dataset"`
-	Files   string   `json:"files,omitempty"`
+	Dataset string `json:"dataset"`
+	Files   string `json:"files,omitempty"`
+	// Columns is the projection and Lead the column whose pages defined
+	// the units (several columns only).
+	Columns []string `json:"columns,omitempty"`
+	Lead    string   `json:"lead,omitempty"`
 	Shuffle string   `json:"shuffle"`
 	Seed    uint64   `json:"seed"`
 	Epoch   uint64   `json:"epoch"`
@@ -161,8 +165,8 @@ func (l *Loader) checkState(s *State) error {
 	}
 	seen := make(map[RowRef]bool, len(s.Pending))
 	for _, r := range s.Pending {
-		if r.Page >= uint64(l.ix.NumPages(0)) {
-			return stateErr("pending", "row of page %d beyond the dataset's %d pages", r.Page, l.ix.NumPages(0))
+		if r.Page >= uint64(l.ix.NumPages(l.lead)) {
+			return stateErr("pending", "row of page %d beyond the dataset's %d pages", r.Page, l.ix.NumPages(l.lead))
 		}
 		if r.Tok > 0 && l.cfg.Output != OutputTokens {
 			return stateErr("pending", "row %d of page %d is partly delivered (%d tokens), which only tokens output does", r.Row, r.Page, r.Tok)
@@ -196,7 +200,7 @@ func (l *Loader) unitPos(p perm.Perm, r RowRef) (uint64, bool) {
 	case ShuffleNone, ShuffleStream:
 		return uint64(g), true
 	case ShuffleRowGroup:
-		return p.Position(uint64(l.ix.Locate(0, g).Chunk)), true
+		return p.Position(uint64(l.ix.Locate(l.lead, g).Chunk)), true
 	case ShuffleRow:
 		if int64(r.Row) >= l.rowStart[g+1]-l.rowStart[g] {
 			return 0, false
@@ -235,7 +239,8 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	byRank := make([]*State, s0.World)
 	for _, s := range states {
 		if s.Version != stateVersion || s.Dataset != s0.Dataset || s.Seed != s0.Seed || s.Epoch != s0.Epoch || s.Start != s0.Start ||
-			s.World != s0.World || s.Shuffle != s0.Shuffle || s.EpochEnd != s0.EpochEnd || s.Output != s0.Output {
+			s.World != s0.World || s.Shuffle != s0.Shuffle || s.EpochEnd != s0.EpochEnd || s.Output != s0.Output ||
+			s.Lead != s0.Lead || !slices.Equal(s.Columns, s0.Columns) {
 			return nil, fmt.Errorf("%w: states of different runs or epochs", ErrState)
 		}
 		if s.Rank < 0 || s.Rank >= s.World || byRank[s.Rank] != nil {
@@ -282,7 +287,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	exclude = slices.Compact(exclude)
 	out := make([]*State, world)
 	for r := range out {
-		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
+		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
 			Files: s0.Files, Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
 			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
 		for _, p := range exclude {

@@ -16,7 +16,7 @@ import (
 	"github.com/pagefeed/pagefeed/internal/plot"
 )
 
-const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
+const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME[,NAME...]] [--lead-column=NAME] [--coalesce=BYTES] [--side-cache=BYTES] [--shuffle=page|row|rowgroup|stream|none]
     [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
     [--drop-last | --pad-last | --keep-uneven] [--deterministic]
@@ -44,7 +44,10 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	direct := 1
 	fs.Var(&paths, "parquet", "Parquet file, directory or glob (repeatable)")
 	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
-	fs.StringVar(&cfg.Column, "column", "", "leaf column to read")
+	fs.StringVar(&cfg.Column, "column", "", "column(s) to read: a leaf or top-level name, or several separated by commas")
+	fs.StringVar(&cfg.LeadColumn, "lead-column", "", "with several columns: the column whose pages define the row spans (default: the most bytes)")
+	fs.Int64Var(&cfg.SideCache, "side-cache", 0, "with several columns: bytes of decoded pages of the other columns held for the next spans (default 64 MiB; -1 off)")
+	fs.IntVar(&cfg.Coalesce, "coalesce", 0, "bytes up to which adjacent pages of a chunk are read in one request (default 1.25 MiB; -1 off)")
 	fs.StringVar(&cfg.Shuffle, "shuffle", "page", "page|row|rowgroup|stream|none")
 	fs.StringVar(&cfg.Fetch, "fetch", "unordered", "unordered|ordered")
 	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")

@@ -54,6 +54,48 @@ func TestParquetModeJSONAndBadInput(t *testing.T) {
 	}
 }
 
+// TestParquetModeColumns: --column takes several columns; the JSON counts
+// the other columns' pages, and coalescing off issues one read per page.
+func TestParquetModeColumns(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := gen.Run(context.Background(), gen.Config{Dir: dir, Files: 1, RowsPerFile: 400, PageSize: 2048, PageIndex: true, Seed: 1, MeanTokens: 32}); err != nil {
+		t.Fatal(err)
+	}
+	glob := filepath.Join(dir, "*.parquet")
+	type job struct {
+		Pages          int64 `json:"pages"`
+		Rows           int64 `json:"rows"`
+		Reads          int64 `json:"reads"`
+		SidePages      int64 `json:"side_pages"`
+		CoalescedPages int64 `json:"coalesced_pages"`
+	}
+	run := func(extra ...string) job {
+		t.Helper()
+		var out, errb bytes.Buffer
+		args := append([]string{"--parquet=" + glob, "--column=id,input_ids,text", "--loops=1", "--output-format=json"}, extra...)
+		if rc := runMain(args, &out, &errb); rc != 0 {
+			t.Fatalf("%v: rc %d: %s", args, rc, errb.String())
+		}
+		var doc struct{ Jobs []job }
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil || len(doc.Jobs) != 1 {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+		return doc.Jobs[0]
+	}
+	j := run("--lead-column=id", "--coalesce=-1")
+	if j.Rows != 400 || j.SidePages == 0 || j.Reads != j.Pages || j.CoalescedPages != 0 {
+		t.Fatalf("coalescing off: %+v", j)
+	}
+	j = run("--lead-column=id")
+	if j.Rows != 400 || j.CoalescedPages == 0 || j.Reads >= j.Pages {
+		t.Fatalf("coalescing on: %+v", j)
+	}
+	var o, e bytes.Buffer
+	if rc := runMain([]string{"--parquet=" + glob, "--column=id,text", "--engine=arrowgo", "--loops=1"}, &o, &e); rc != 1 || !strings.Contains(e.String(), "several columns") {
+		t.Fatalf("arrowgo with several columns: rc %d, %q", rc, e.String())
+	}
+}
+
 // TestParquetModeTrainingFlags: --pad-last and --drop-last give every rank
 // of a world the same rows (row batches of 7 rows); --deterministic gives
 // the same delivery order twice; two policies at once are refused.

@@ -23,10 +23,10 @@ func init() {
 func runCat(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	column := fs.String("column", "", "the column to print: dotted leaf path, or a top-level name with one leaf (required)")
+	column := fs.String("column", "", "the column to print: dotted leaf path, or a top-level name with one leaf; several separated by commas print one JSON object per row (required)")
 	format := fs.String("format", "jsonl", "output format; only jsonl")
 	limit := fs.Int64("limit", -1, "print at most N rows (default all)")
-	usage := "usage: pagefeed cat FILE... --column NAME [--format jsonl] [--limit N]"
+	usage := "usage: pagefeed cat FILE... --column NAME[,NAME...] [--format jsonl] [--limit N]"
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
@@ -50,14 +50,18 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rd.Close()
+	names := strings.Split(*column, ",")
 	ix, err := index.Build(ctx, paths, index.Options{
-		Columns:   []string{*column},
+		Columns:   names,
 		NoSidecar: true,
 		Reader:    rd,
 		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed cat: "+f+"\n", a...) },
 	})
 	if err != nil {
 		return err
+	}
+	if len(names) > 1 {
+		return catColumns(ctx, rd, ix, names, *limit, stdout)
 	}
 	if n := ix.NumColumns(); n != 1 {
 		var leaves []string
