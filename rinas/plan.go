@@ -396,7 +396,7 @@ func countRange(p perm.Perm, ordered bool, unit []int32, start, lo, hi uint64, r
 	// division per item.
 	fast := p.Len() <= 1<<32
 	mw := ^uint64(0)/w + 1
-	var buf [512]uint64
+	var buf [2048]uint64
 	for item := lo; item < hi; {
 		pos := buf[:min(uint64(len(buf)), hi-item)]
 		p.Positions(item, pos)

@@ -149,36 +149,25 @@ func (p Perm) Position(v uint64) uint64 {
 // item of an epoch (an epoch plan counting each rank's rows). Items walk
 // their cycles (about 4^half/N decryptions each) in eight interleaved
 // lanes, so that the rounds' multiplications of different items overlap
-// instead of waiting on one another. It panics if lo+len(out) > N.
+// instead of waiting on one another, and a lane moves on to the next item
+// without a branch (the walk's end is unpredictable). It panics if
+// lo+len(out) > N.
 func (p Perm) Positions(lo uint64, out []uint64) {
 	if lo > p.n || uint64(len(out)) > p.n-lo {
 		panic("perm: item out of range")
 	}
-	if p.n == 1 {
-		for i := range out {
-			out[i] = 0
-		}
-		return
-	}
 	const lanes = 8
-	m := len(out)
-	if m < lanes {
-		for i := range out {
-			out[i] = p.Position(lo + uint64(i))
-		}
-		return
-	}
+	m := uint64(len(out))
 	n, h, mask := p.n, p.half, p.mask
 	k0, k1, k2, k3 := p.keys[0], p.keys[1], p.keys[2], p.keys[3]
-	// Lane j walks the cycle of item lo+at[j] from x[j]; a lane whose item
-	// has found its position takes the next item, until none is left.
-	var x [lanes]uint64
-	var at [lanes]int
-	for j := range lanes {
-		at[j], x[j] = j, lo+uint64(j)
+	// Lane j walks the cycle of item lo+at[j], now at x[j]; out[at[j]]
+	// takes every step, the last one (in range) staying.
+	var x, at [lanes]uint64
+	for j := range uint64(lanes) {
+		at[j], x[j] = j, lo+j
 	}
-	next, busy := lanes, lanes
-	for busy > 0 {
+	next := uint64(lanes)
+	for n > 1 && n <= 1<<62 && next+lanes <= m {
 		for j := range lanes {
 			// decrypt, its rounds unrolled (rounds == 4)
 			l, r := x[j]>>h, x[j]&mask
@@ -189,18 +178,21 @@ func (p Perm) Positions(lo uint64, out []uint64) {
 			x[j] = l<<h | r
 		}
 		for j := range lanes {
-			if x[j] >= n || at[j] < 0 {
-				continue
-			}
 			out[at[j]] = x[j]
-			if next < m {
-				at[j], x[j] = next, lo+uint64(next)
-				next++
-			} else {
-				at[j], x[j] = -1, 0 // idle: walks 0's cycle, unread
-				busy--
-			}
+			b := (x[j] - n) >> 63 // 1 when x < n (both below 2⁶²): found
+			at[j] += b * (next - at[j])
+			x[j] += b * (lo + next - x[j])
+			next += b
 		}
+	}
+	// The lanes' unfinished items and the last ones, one at a time.
+	for j := range lanes {
+		if at[j] < m {
+			out[at[j]] = p.Position(lo + at[j])
+		}
+	}
+	for ; next < m; next++ {
+		out[next] = p.Position(lo + next)
 	}
 }
 
