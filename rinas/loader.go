@@ -201,6 +201,11 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		if len(l.cfg.Columns) > 0 {
 			opts.Columns = l.cfg.Columns
 		}
+		if opts.Reader == nil {
+			r := engine.OpenBatchReader(opts.Parallelism, opts.Logf)
+			defer r.Close()
+			opts.Reader = r
+		}
 		ix, err := index.Build(ctx, l.cfg.Paths, opts)
 		if errors.Is(err, index.ErrColumn) {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -537,10 +542,7 @@ func (l *Loader) openEngine() error {
 				}
 			}
 		}
-		var err error
-		if l.direct, err = newDirectReader(span); err != nil {
-			return err
-		}
+		l.direct = newDirectReader(span, l.cfg.Engine.Direct)
 	}
 	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())
