@@ -98,6 +98,7 @@ type Loader struct {
 	fileSums  string    // State.Files: each file's digest
 	pageRows  []int32   // page units: rows starting in each page (-1 unknown)
 	pageTok   []float64 // tokens output: estimated tokens of each page
+	plans     planner   // the epoch plans computed so far
 
 	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
 	chunks  []*codec.Chunk // lazily made by the producer

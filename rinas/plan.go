@@ -2,6 +2,8 @@ package rinas
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 
@@ -30,6 +32,7 @@ type epochPlan struct {
 // page's row count for row batches, and for tokens output each page's
 // estimated token count.
 func (l *Loader) planInit() error {
+	l.plans = planner{}
 	if l.cfg.Shuffle != ShuffleRow && l.cfg.Shuffle != ShuffleRowGroup {
 		l.pageRows = l.ix.PageRows(l.lead)
 		if l.cfg.BatchRows > 0 && l.cfg.Output == OutputArrow && !l.cfg.KeepUneven {
@@ -138,11 +141,64 @@ func (l *Loader) item(sh perm.Shard, pos uint64) uint64 {
 	return sh.Perm.At(pos)
 }
 
+// planner keeps the epoch plans computed so far, so that an epoch is
+// planned once although the consumer (Open, then each epoch's start), a
+// State check and the producer (planning ahead) all ask for it: with row
+// batches a plan is a pass over the whole epoch. It is safe for concurrent
+// use; the zero value is empty.
+type planner struct {
+	mu    sync.Mutex
+	plans [4]plannedEpoch // the most recent, any order
+	next  int             // the slot the next plan replaces
+}
+
+type planKey struct {
+	epoch, start uint64
+}
+
+type plannedEpoch struct {
+	key planKey
+	set bool
+	sh  perm.Shard
+	ep  epochPlan
+}
+
 // planEpoch returns rank's plan of an epoch whose shard starts at start.
 // Only an epoch planned for this world is equalized; the remainder of one
 // that Reshard dealt out (rem, a Resharded state; nil otherwise) keeps the
-// original plan's end and cut units, which rem carries (End, Cut).
+// original plan's end and cut units, which rem carries (End, Cut). A plan
+// depends on nothing but its arguments and what Open fixed (the
+// configuration and the index), so a plan of this world computed before is
+// returned again; a remainder's plan is computed once, at Open.
 func (l *Loader) planEpoch(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error) {
+	if rem != nil {
+		return l.computePlan(epoch, start, rem)
+	}
+	k := planKey{epoch, start}
+	pl := &l.plans
+	pl.mu.Lock()
+	for _, c := range pl.plans {
+		if c.set && c.key == k {
+			pl.mu.Unlock()
+			return c.sh, c.ep, nil
+		}
+	}
+	pl.mu.Unlock()
+	// Computed unlocked: two callers racing for a new epoch both compute
+	// it, and get the same plan.
+	sh, ep, err := l.computePlan(epoch, start, nil)
+	if err != nil {
+		return sh, ep, err
+	}
+	pl.mu.Lock()
+	pl.plans[pl.next] = plannedEpoch{key: k, set: true, sh: sh, ep: ep}
+	pl.next = (pl.next + 1) % len(pl.plans)
+	pl.mu.Unlock()
+	return sh, ep, nil
+}
+
+// computePlan computes planEpoch's plan.
+func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error) {
 	p := l.perm(epoch)
 	sh, err := p.Shard(start, l.cfg.Rank, l.cfg.World)
 	if err != nil {
@@ -279,41 +335,102 @@ func (l *Loader) planEpoch(epoch, start uint64, rem *State) (perm.Shard, epochPl
 // count (positions go round-robin over len(rows) ranks). It is the one
 // pass over the whole epoch behind row batches' equal steps, so it runs
 // over the items in order (each item's position from the inverse
-// permutation: the row counts are read sequentially) on every core.
+// permutation, a block at a time: the row counts are read sequentially),
+// split over GOMAXPROCS goroutines it waits for.
 func (l *Loader) countRows(p perm.Perm, start uint64, rows []int64) {
-	w := uint64(len(rows))
-	ordered := l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream
 	n := l.nUnits
+	if start >= n {
+		return
+	}
+	unit := l.pageRows
+	if unit == nil { // rowgroup units: each chunk's rows, flat
+		unit = make([]int32, n)
+		for c := range unit {
+			r := l.ix.Chunk(l.lead, c).NumRows
+			if r > math.MaxInt32 {
+				// Beyond a flat int32 count: the reference pass.
+				l.countRowsLoop(p, start, rows)
+				return
+			}
+			unit[c] = int32(r)
+		}
+	}
+	ordered := l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream
 	parts := uint64(max(1, min(runtime.GOMAXPROCS(0), int(n/(1<<16)))))
-	sums := make([][]int64, parts)
+	if parts == 1 {
+		countRange(p, ordered, unit, start, 0, n, rows)
+		return
+	}
+	w := uint64(len(rows))
+	sums := make([]int64, parts*w)
 	var wg sync.WaitGroup
 	for k := uint64(0); k < parts; k++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			acc := make([]int64, w)
-			for item := n * k / parts; item < n*(k+1)/parts; item++ {
-				pos := item
-				if !ordered {
-					pos = p.Position(item)
-				}
-				if pos < start {
-					continue
-				}
-				if l.pageRows != nil {
-					acc[(pos-start)%w] += int64(max(l.pageRows[item], 0))
-				} else {
-					acc[(pos-start)%w] += l.unitRows(item)
-				}
-			}
-			sums[k] = acc
+			countRange(p, ordered, unit, start, n*k/parts, n*(k+1)/parts, sums[k*w:(k+1)*w])
 		}()
 	}
 	wg.Wait()
-	for _, acc := range sums {
-		for r, v := range acc {
+	for k := uint64(0); k < parts; k++ {
+		for r, v := range sums[k*w : (k+1)*w] {
 			rows[r] += v
 		}
+	}
+}
+
+// countRange adds to rows[r] the rows (unit[item], 0 where negative) of
+// the items in [lo, hi) whose position from start falls to rank r of
+// len(rows); ordered: each item is at its own position.
+func countRange(p perm.Perm, ordered bool, unit []int32, start, lo, hi uint64, rows []int64) {
+	w := uint64(len(rows))
+	unit = unit[:hi]
+	if ordered {
+		r := uint64(0)
+		if lo < start {
+			lo = start
+		} else {
+			r = (lo - start) % w
+		}
+		for item := lo; item < hi; item++ {
+			rows[r] += int64(max(unit[item], 0))
+			if r++; r == w {
+				r = 0
+			}
+		}
+		return
+	}
+	// (pos-start) mod w by Lemire's multiply (positions below 2³²), not a
+	// division per item.
+	fast := p.Len() <= 1<<32
+	mw := ^uint64(0)/w + 1
+	var buf [2048]uint64
+	for item := lo; item < hi; {
+		pos := buf[:min(uint64(len(buf)), hi-item)]
+		p.Positions(item, pos)
+		for i, q := range pos {
+			if q < start {
+				continue
+			}
+			d := q - start
+			var r uint64
+			if fast {
+				r, _ = bits.Mul64(mw*d, w)
+			} else {
+				r = d % w
+			}
+			rows[r] += int64(max(unit[item+uint64(i)], 0))
+		}
+		item += uint64(len(pos))
+	}
+}
+
+// countRowsLoop is countRows one position at a time (rowgroups of more
+// than 2³¹ rows).
+func (l *Loader) countRowsLoop(p perm.Perm, start uint64, rows []int64) {
+	w := uint64(len(rows))
+	for pos := start; pos < l.nUnits; pos++ {
+		rows[(pos-start)%w] += l.unitRows(p.At(pos))
 	}
 }
 

@@ -49,7 +49,7 @@ import (
 // ErrShard reports an invalid rank or world size.
 var ErrShard = errors.New("perm: invalid shard")
 
-const rounds = 4
+const rounds = 4 // Positions unrolls them
 
 // Perm is a bijection of [0, N). The zero value is the empty permutation.
 // It is a small value, safe to copy and to use concurrently.
@@ -142,6 +142,58 @@ func (p Perm) Position(v uint64) uint64 {
 		x = p.decrypt(x)
 	}
 	return x
+}
+
+// Positions writes to out[i] the position of item lo+i, for len(out)
+// items from lo: Position over a range, for the passes that visit every
+// item of an epoch (an epoch plan counting each rank's rows). Items walk
+// their cycles (about 4^half/N decryptions each) in eight interleaved
+// lanes, so that the rounds' multiplications of different items overlap
+// instead of waiting on one another, and a lane moves on to the next item
+// without a branch (the walk's end is unpredictable). It panics if
+// lo+len(out) > N.
+func (p Perm) Positions(lo uint64, out []uint64) {
+	if lo > p.n || uint64(len(out)) > p.n-lo {
+		panic("perm: item out of range")
+	}
+	const lanes = 8
+	m := uint64(len(out))
+	n, h, mask := p.n, p.half, p.mask
+	k0, k1, k2, k3 := p.keys[0], p.keys[1], p.keys[2], p.keys[3]
+	// Lane j walks the cycle of item lo+at[j], now at x[j]; out[at[j]]
+	// takes every step, the last one (in range) staying.
+	var x, at [lanes]uint64
+	for j := range uint64(lanes) {
+		at[j], x[j] = j, lo+j
+	}
+	next := uint64(lanes)
+	for n > 1 && n <= 1<<62 && next+lanes <= m {
+		for j := range lanes {
+			// decrypt, its rounds unrolled (rounds == 4)
+			l, r := x[j]>>h, x[j]&mask
+			l, r = r^(round(l, k3)&mask), l
+			l, r = r^(round(l, k2)&mask), l
+			l, r = r^(round(l, k1)&mask), l
+			l, r = r^(round(l, k0)&mask), l
+			x[j] = l<<h | r
+		}
+		for j := range lanes {
+			out[at[j]] = x[j]
+			b := (x[j] - n) >> 63 // 1 when x < n (both below 2⁶²): found
+			at[j] += b * (next - at[j])
+			x[j] += b * (lo + next - x[j])
+			next += b
+		}
+	}
+	// The lanes' unfinished items and the last ones, one at a time.
+	for j := range lanes {
+		if at[j] < m {
+			out[at[j]] = p.Position(lo + at[j])
+		}
+	}
+	for ; next < m; next++ {
+		out[next] = p.Position(lo + next)
+	}
 }
 
 // Shard is one rank's share of an epoch's positions from Start: the j-th
