@@ -98,31 +98,54 @@ type Loader struct {
 	pageRows  []int32   // page units: rows starting in each page (-1 unknown)
 	pageTok   []float64 // tokens output: estimated tokens of each page
 
-	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
-	chunks  []*codec.Chunk // lazily made by the producer
-	decs    []*codec.Decoder
 	workers int
-	cpus    []int          // the workers' CPU set, when pinned
-	syncD   *codec.Decoder // the consumer goroutine's, for resume and slow reads
-	prodD   *codec.Decoder // the producer's (ordered fetch)
-	direct  *directReader  // the producer's synchronous reads (ordered fetch)
-	pageQ   *engine.Queue
-	dictQ   *engine.Queue
-	dicts   dictCache
-	sideC   sideCache // decoded pages of the other columns (Config.SideCacheBytes)
+	cpus    []int // the workers' CPU set, when pinned
 
-	fbs   []*fetchBatch
-	free  chan *fetchBatch
-	ready chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+	// Shared by the producer (and its engine handlers) and the consumer:
+	// the codec chunks, made lazily by the producer and read by the
+	// consumer's synchronous reads; the dictionary and side caches (each
+	// under its own lock); and the fetch batches' hand-over channels.
+	chunks []*codec.Chunk
+	dicts  dictCache
+	sideC  sideCache // decoded pages of the other columns (Config.SideCacheBytes)
+	free   chan *fetchBatch
+	ready  chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+
+	producer
+	consumer
+
+	closed bool
+
+	stats Stats
+	sa    struct {
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
+		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+	}
+	skips skipLog // Config.SkipBadPages
+}
+
+// producer is the state of the producer goroutine and the engine
+// handlers it starts: it fills fetch batches ahead of the consumer.
+type producer struct {
+	fc     fileCache // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
+	decs   []*codec.Decoder
+	prodD  *codec.Decoder // the producer's (ordered fetch)
+	direct *directReader  // the producer's synchronous reads (ordered fetch)
+	pageQ  *engine.Queue
+	dictQ  *engine.Queue
+	fbs    []*fetchBatch
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the producer
-	closed bool
-	perr   error         // the producer's error, read after ready or pdone closes
-	pdone  chan struct{} // closed when the producer returns
+	perr   error          // the producer's error, read after ready or pdone closes
+	pdone  chan struct{}  // closed when the producer returns
+}
 
-	// consumer state
+// consumer is the state of the goroutine calling Next: the epoch's
+// share, the units taken in, row assembly and the token buffers.
+type consumer struct {
+	syncD     *codec.Decoder // the consumer goroutine's, for resume and slow reads
 	epoch     uint64
 	shard     perm.Shard
 	ep        epochPlan   // the current epoch's share
@@ -144,13 +167,6 @@ type Loader struct {
 	tokClosed bool
 	tokMapped int
 	finished  bool
-
-	stats Stats
-	sa    struct {
-		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
-		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
-	}
-	skips skipLog // Config.SkipBadPages
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
