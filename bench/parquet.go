@@ -411,7 +411,9 @@ func engineInfo(i engine.Info) string {
 
 // buildIndex indexes the baselines' dataset for the configured column.
 func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult) (*index.Index, error) {
-	opts := index.Options{Logf: cfg.Logf}
+	rd := engine.OpenBatchReader(0, cfg.Logf)
+	defer rd.Close()
+	opts := index.Options{Logf: cfg.Logf, Reader: rd}
 	if cfg.Column != "" {
 		opts.Columns = []string{cfg.Column}
 	}
@@ -866,12 +868,19 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		loc := ix.Locate(0, g)
 		ci := ix.Chunk(0, loc.Chunk)
 		path := ix.File(loc.File).Path
+		read := func(off int64, n int) ([]byte, error) {
+			b, err := engine.ReadRange(path, off, n, engine.Off)
+			if err == io.EOF { // shorter than the index says
+				err = &Error{Op: "read", Path: path, Off: off, Err: io.ErrUnexpectedEOF}
+			}
+			return b, err
+		}
 		ch := chunks[loc.Chunk]
 		if ch == nil {
 			ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
 			chunks[loc.Chunk] = ch
 			if ci.DictSize > 0 {
-				b, err := readRange(path, ci.DictOffset, int(ci.DictSize))
+				b, err := read(ci.DictOffset, int(ci.DictSize))
 				if err != nil {
 					return err
 				}
@@ -880,7 +889,7 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 				}
 			}
 		}
-		b, err := readRange(path, loc.Offset, int(loc.Size))
+		b, err := read(loc.Offset, int(loc.Size))
 		if err != nil {
 			return err
 		}
@@ -944,19 +953,6 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 	wg.Wait()
 	res.measured = time.Since(start)
 	return firstErr
-}
-
-func readRange(path string, off int64, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &Error{Op: "open", Path: path, Err: err}
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
-		return nil, &Error{Op: "read", Path: path, Off: off, Err: err}
-	}
-	return b, nil
 }
 
 // uringRefused words an explicit io_uring the kernel refuses as fio does

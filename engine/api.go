@@ -81,9 +81,10 @@ type Info struct {
 	Notices       []string // every fallback taken, with its reason
 }
 
-// File is a file opened for reads through the engine. Safe for concurrent
-// use. It belongs to the engine that opened it: requests for it on another
-// engine's queue fail with ErrInvalid.
+// File is a file opened for reads through the engine (Engine.Open) or for
+// synchronous reads only (OpenFile). Safe for concurrent use. It belongs
+// to the engine that opened it: requests for it on another engine's queue,
+// or for a file from OpenFile on any queue, fail with ErrInvalid.
 type File struct {
 	path   string
 	size   int64

@@ -35,6 +35,13 @@
 //
 // Completion.Resubmit (from a Handler) reuses the slot with no lock, no
 // channel and no allocation on io_uring: fio's closed loop.
+//
+// The engine owns every byte-range read of pagefeed, not only the queued
+// ones: File.ReadAt and File.ReadSpan read one range on the caller's
+// goroutine under the same alignment rules (OpenFile opens a file for them
+// without an engine), and BatchReader (RangeReader over an engine,
+// PreadReader without one, OpenBatchReader choosing) reads many ranges at
+// once for the index build. Fault injectors for tests live in enginetest.
 package engine
 
 import (

@@ -25,9 +25,11 @@ type Options struct {
 	// or top-level field names ("input_ids", meaning all its leaves). Empty
 	// means every leaf column.
 	Columns []string
-	// Reader does the batched reads; default: an EngineReader over an
-	// engine Build starts and closes (io_uring, falling back to pread).
-	Reader BatchReader
+	// Reader does the batched reads; Build never starts an engine of its
+	// own. Default: an engine.PreadReader with Parallelism goroutines.
+	// Callers that index many files pass engine.OpenBatchReader's reader
+	// (io_uring) or a RangeReader over their own engine.
+	Reader engine.BatchReader
 	// Sidecar is the sidecar file; default SidecarPath(paths, Columns).
 	Sidecar string
 	// NoSidecar neither reads nor writes a sidecar.
@@ -63,17 +65,16 @@ type Options struct {
 	// full parallelism; the index does not depend on it. Default:
 	// engine.OpenFileBudget(4), a quarter of the soft RLIMIT_NOFILE (256
 	// under 1024), leaving the rest to the caller.
-	// The default readers hold one descriptor per file, plus one for a
-	// range longer than the engine's slot.
+	// The engine's readers hold one descriptor per file.
 	MaxOpenFiles int
 }
 
 const (
 	defaultWalkRead  = 64 << 10
 	defaultMaxFooter = 128 << 20
-	maxHeaderRead    = 16 << 20          // a page header larger than this is corrupt
-	coalesceGap      = 64 << 10          // offset indexes closer than this share a read
-	coalesceMax      = engineSlot - 8192 // one engine read
+	maxHeaderRead    = 16 << 20                     // a page header larger than this is corrupt
+	coalesceGap      = 64 << 10                     // offset indexes closer than this share a read
+	coalesceMax      = engine.ReaderSlotSize - 8192 // one read of OpenBatchReader's engine
 )
 
 func (o Options) fill(paths []string) Options {
@@ -98,23 +99,6 @@ func (o Options) fill(paths []string) Options {
 // footerTailRead is the first read at the end of each file: most footers fit
 // in it. A variable for tests.
 var footerTailRead = 64 << 10
-
-// defaultReader starts the reader Build uses when Options.Reader is nil:
-// an EngineReader (io_uring, or the engine's own pread pool), or where the
-// engine cannot start at all, a PreadReader. close releases it.
-func defaultReader(o Options) (r BatchReader, close func()) {
-	er, err := NewEngineReader(engine.Options{
-		Kind:       engine.Auto,
-		QueueDepth: min(max(64, o.Parallelism), 256),
-		SlotSize:   engineSlot,
-		Logf:       o.Logf,
-	})
-	if err != nil {
-		o.Logf("engine unavailable (%v): reading with pread", err)
-		return &PreadReader{Parallelism: o.Parallelism}, func() {}
-	}
-	return er, func() { er.Close() }
-}
 
 // Build indexes the Parquet files named by paths (files, directories walked
 // recursively, or glob patterns) for the projection opts.Columns.
@@ -161,17 +145,8 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 		}
 	}
 
-	switch {
-	case userReader:
-	case old != nil:
-		// With a sidecar, Build reads footers (exactly, hashed, one
-		// parsed per declaration) and only the changed files' pages:
-		// small reads that pread serves sooner than an engine starts.
-		opts.Reader = &PreadReader{Parallelism: opts.Parallelism}
-	default:
-		r, done := defaultReader(opts)
-		defer done()
-		opts.Reader = r
+	if !userReader {
+		opts.Reader = &engine.PreadReader{Parallelism: opts.Parallelism}
 	}
 	b := &builder{opts: opts, files: files}
 	b.reuseFrom(old)
@@ -811,7 +786,7 @@ func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
 // adjacent; a file named again further on counts again, so no chunk names
 // more files than the budget. When a chunk cannot be attempted (ctx done,
 // reader closed), the ranges after it get its error and readBatch returns.
-func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error {
+func (b *builder) readBatch(ctx context.Context, rs []engine.Range, fn func(i int, data []byte, err error)) error {
 	budget := b.opts.MaxOpenFiles
 	if budget <= 0 {
 		budget = engine.OpenFileBudget(4) // a builder made without fill
@@ -920,11 +895,11 @@ func (b *builder) hashFooters(ctx context.Context, sel []int, parse []bool) erro
 	if len(sel) == 0 {
 		return nil
 	}
-	rs := make([]Range, len(sel))
+	rs := make([]engine.Range, len(sel))
 	for j, i := range sel {
 		f := &b.files[i]
 		l := int64(b.old.footLen[b.oldFile[i]]) + 8
-		rs[j] = Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
+		rs[j] = engine.Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
 	}
 	errs := make([]error, len(sel))
 	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) {
@@ -968,13 +943,13 @@ func (b *builder) oldMeta(of int) fileMeta {
 func (b *builder) parseFooters(ctx context.Context, sel []int) error {
 	errs := make([]error, len(b.files))
 	need := make([]int, len(b.files))
-	rs := make([]Range, len(sel))
+	rs := make([]engine.Range, len(sel))
 	for j, i := range sel {
 		f := &b.files[i]
 		l := min(int64(footerTailRead), f.Size)
-		rs[j] = Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
+		rs[j] = engine.Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
 	}
-	parse := func(i int, r Range, data []byte, err error) {
+	parse := func(i int, r engine.Range, data []byte, err error) {
 		f := &b.files[i]
 		if err != nil {
 			errs[i] = err
@@ -1009,12 +984,12 @@ func (b *builder) parseFooters(ctx context.Context, sel []int) error {
 	if err != nil {
 		return err
 	}
-	var again []Range
+	var again []engine.Range
 	var idx []int
 	for _, i := range sel {
 		if nd := need[i]; nd > 0 && errs[i] == nil {
 			f := b.files[i]
-			again = append(again, Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
+			again = append(again, engine.Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
 			idx = append(idx, i)
 		}
 	}
@@ -1070,9 +1045,9 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 	if len(groups) == 0 {
 		return nil
 	}
-	rs := make([]Range, len(groups))
+	rs := make([]engine.Range, len(groups))
 	for i, g := range groups {
-		rs[i] = Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
+		rs[i] = engine.Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
 	}
 	errs := make([]error, len(groups))
 	err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {
@@ -1202,11 +1177,11 @@ func (b *builder) walkHeaders(ctx context.Context) error {
 			ws = append(ws, &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, v1rows: b.metas[f].maxRep[k] == 0})
 		}
 	}
-	var rs []Range
+	var rs []engine.Range
 	for len(ws) > 0 {
 		rs = rs[:0]
 		for _, w := range ws {
-			rs = append(rs, Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
+			rs = append(rs, engine.Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
 		}
 		errs := make([]error, len(ws))
 		err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {

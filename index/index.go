@@ -13,9 +13,9 @@
 // sums separately. A column chunk must be smaller than 4 GiB and hold fewer
 // than 2^32-1 rows (ErrUnsupported otherwise).
 //
-// Reads go through a BatchReader: by default an EngineReader over an
-// engine Build starts and closes (io_uring with O_DIRECT where possible,
-// else the engine's pread pool), or a PreadReader when no engine can start.
+// Reads go through the caller's engine.BatchReader (Options.Reader): the
+// engine package owns every byte-range read, and Build never starts an
+// engine; without a reader it reads with an engine.PreadReader.
 // All footers are read in one batch, then all offset indexes (nearby ones
 // of a file coalesced), then header-walk rounds that read every walked
 // chunk's next headers at once.

@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/pagefeed/pagefeed/engine"
 )
 
 // buildSCWithin is buildSC with a deadline: a Build that hangs fails the
@@ -310,12 +312,12 @@ func TestMixedDeclarations(t *testing.T) {
 // countingReader counts the ranges read that end at their file's end and
 // are longer than exact footer reads: parsed footers' tail reads.
 type countingReader struct {
-	r     PreadReader
+	r     engine.PreadReader
 	mu    sync.Mutex
-	reads []Range
+	reads []engine.Range
 }
 
-func (c *countingReader) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+func (c *countingReader) ReadBatch(ctx context.Context, rs []engine.Range, fn func(int, []byte, error)) error {
 	c.mu.Lock()
 	c.reads = append(c.reads, rs...)
 	c.mu.Unlock()

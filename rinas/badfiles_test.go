@@ -362,3 +362,33 @@ func TestBadFilesLoaderShrinksUnderARead(t *testing.T) {
 		})
 	}
 }
+
+// TestDirectReaderFileShrinks: ordered fetch's synchronous reads report a
+// file that shrank after they opened it (engine.ErrChanged) as the
+// corruption ErrFileChanged naming the file and the page's offset, as the
+// queued reads do; a file that was already short says so too.
+func TestDirectReaderFileShrinks(t *testing.T) {
+	ds := copyDataset(t, manyPages(t))
+	victim := ds.paths[0]
+	st, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newDirectReader(8192, engine.TryOn)
+	defer r.close()
+	if _, _, err := r.read(victim, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(victim, 100); err != nil {
+		t.Fatal(err)
+	}
+	off := st.Size() / 2
+	_, _, err = r.read(victim, off, 1000)
+	var pe *PageError
+	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, engine.ErrChanged) || !IsCorruption(err) || !errors.As(err, &pe) || pe.Path != victim || pe.Off != off {
+		t.Fatalf("read of a shrunk file: %v; want ErrFileChanged wrapping engine.ErrChanged at %s:%d", err, victim, off)
+	}
+	if _, err := preadFile(victim, off, 1000); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), victim) {
+		t.Fatalf("preadFile of a short file: %v", err)
+	}
+}

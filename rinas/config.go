@@ -244,6 +244,7 @@ type Config struct {
 	Engine       engine.Options
 	SharedEngine *engine.Engine
 	// Index configures the index build; SharedIndex skips the build.
+	// Without Index.Reader, Open reads through engine.OpenBatchReader.
 	Index       index.Options
 	SharedIndex *index.Index
 

@@ -215,6 +215,11 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		if len(l.cfg.Columns) > 0 {
 			opts.Columns = l.cfg.Columns
 		}
+		if opts.Reader == nil {
+			r := engine.OpenBatchReader(opts.Parallelism, opts.Logf)
+			defer r.Close()
+			opts.Reader = r
+		}
 		ix, err := index.Build(ctx, l.cfg.Paths, opts)
 		if errors.Is(err, index.ErrColumn) {
 			return fmt.Errorf("%w: %w", ErrConfig, err)
@@ -510,9 +515,7 @@ func (l *Loader) openEngine() error {
 	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
 		l.prodD = codec.NewDecoder(copts)
-		if l.direct, err = newDirectReader(z.directSpan); err != nil {
-			return err
-		}
+		l.direct = newDirectReader(z.directSpan, l.cfg.Engine.Direct)
 	}
 	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())

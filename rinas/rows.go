@@ -3,9 +3,7 @@ package rinas
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -625,21 +623,4 @@ func (l *Loader) extendSpan(dec *codec.Decoder, k, c int, dict *codec.Dictionary
 		first = offs[0]
 	}
 	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, first)
-}
-
-func preadFile(path string, off int64, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	m, err := f.ReadAt(b, off)
-	if err == io.EOF {
-		return nil, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", m, n)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("rinas: read %s at offset %d: %w", path, off, err)
-	}
-	return b, nil
 }

@@ -45,7 +45,7 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	ctx := context.Background()
-	rd, err := index.NewEngineReader(engine.Options{})
+	rd, err := engine.StartRangeReader(engine.Options{})
 	if err != nil {
 		return err
 	}
@@ -122,17 +122,17 @@ type chunkRead struct {
 // readChunk reads the dictionary and data pages of chunk c of projected
 // column k in one batch (all reads in flight at once, completed in any
 // order).
-func readChunk(ctx context.Context, rd index.BatchReader, ix *index.Index, k, c int) (*chunkRead, error) {
+func readChunk(ctx context.Context, rd engine.BatchReader, ix *index.Index, k, c int) (*chunkRead, error) {
 	ci := ix.Chunk(k, c)
 	fi := ix.File(ci.File)
 	cr := &chunkRead{chunk: codec.ChunkOf(ci.Descr, ci.Codec, fi.Path, nil)}
-	var rs []index.Range
+	var rs []engine.Range
 	if ci.DictSize > 0 {
-		rs = append(rs, index.Range{Path: fi.Path, Off: ci.DictOffset, Len: int(ci.DictSize)})
+		rs = append(rs, engine.Range{Path: fi.Path, Off: ci.DictOffset, Len: int(ci.DictSize)})
 	}
 	for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
 		loc := ix.Locate(k, g)
-		rs = append(rs, index.Range{Path: fi.Path, Off: loc.Offset, Len: int(loc.Size)})
+		rs = append(rs, engine.Range{Path: fi.Path, Off: loc.Offset, Len: int(loc.Size)})
 	}
 	bufs := make([][]byte, len(rs))
 	errs := make([]error, len(rs))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -18,7 +19,7 @@ import (
 // for its one leaf; a name with several leaves keys each by its path).
 // Each row group is read and decoded whole, column by column; columns
 // whose row counts differ in a row group fail naming the file.
-func catColumns(ctx context.Context, rd index.BatchReader, ix *index.Index, names []string, limit int64, stdout io.Writer) error {
+func catColumns(ctx context.Context, rd engine.BatchReader, ix *index.Index, names []string, limit int64, stdout io.Writer) error {
 	keys := make([][]byte, ix.NumColumns())
 	for k := range keys {
 		path := ix.Column(k).Path

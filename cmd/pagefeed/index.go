@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -106,13 +107,17 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	if *sidecar != "" && *noSidecar {
 		return fmt.Errorf("--sidecar and --no-sidecar exclude each other")
 	}
+	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed index: "+f+"\n", a...) }
+	rd := engine.OpenBatchReader(*par, logf)
+	defer rd.Close()
 	ix, err := index.Build(context.Background(), paths, index.Options{
+		Reader:      rd,
 		Columns:     cols,
 		Sidecar:     *sidecar,
 		NoSidecar:   *noSidecar,
 		HeaderWalk:  *walk,
 		Parallelism: *par,
-		Logf:        func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed index: "+f+"\n", a...) },
+		Logf:        logf,
 	})
 	if err != nil {
 		return err
