@@ -161,7 +161,21 @@ func planSizing(cfg Config, s indexSummary) (sizing, error) {
 		opts.CPUSets = [][]int{s.cpus}
 	}
 	z.engine = opts
+	z.fetchBatches = z.prefetch + 1
+	if cfg.Fetch == Ordered {
+		z.fetchBatches = 2
+		z.directSpan = s.orderedSpan
+	}
+	err := z.planMemory(cfg, s, decoded)
+	return z, err
+}
 
+// planMemory sizes the token buffers, the decoded window, the side cache
+// and the dictionary budgets of z (whose engine options and read-ahead
+// are set), and checks them against Config.MemoryLimit. decoded is the
+// decoded page size the window counts (0 unknown).
+func (z *sizing) planMemory(cfg Config, s indexSummary, decoded int) error {
+	opts := z.engine
 	m := &z.mem
 	m.limit = cfg.MemoryLimit
 	m.slots = int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
@@ -180,7 +194,7 @@ func planSizing(cfg Config, s indexSummary) (sizing, error) {
 		m.side = cfg.SideCacheBytes
 	}
 	if need := m.need(); need > m.limit {
-		return z, fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each), %d MiB of token buffers and %d MiB of side cache, limit %d MiB, which leaves nothing for the dictionary cache",
+		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each), %d MiB of token buffers and %d MiB of side cache, limit %d MiB, which leaves nothing for the dictionary cache",
 			ErrMemory, m.slots>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, cfg.BatchPages, z.prefetch, m.decoded>>20, decoded, m.tokens>>20, m.side>>20, m.limit>>20)
 	}
 	// What the limit leaves goes to dictionaries: half to the cache, half
@@ -197,10 +211,5 @@ func planSizing(cfg Config, s indexSummary) (sizing, error) {
 	}
 	z.dictStateBytes = max(m.dictLeft/2/int64(z.decoders+2), 1)
 	z.poolPerClass = 4 * z.window
-	z.fetchBatches = z.prefetch + 1
-	if cfg.Fetch == Ordered {
-		z.fetchBatches = 2
-		z.directSpan = s.orderedSpan
-	}
-	return z, nil
+	return nil
 }
