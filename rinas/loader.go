@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -100,31 +99,54 @@ type Loader struct {
 	pageTok   []float64 // tokens output: estimated tokens of each page
 	plans     planner   // the epoch plans computed so far
 
-	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
-	chunks  []*codec.Chunk // lazily made by the producer
-	decs    []*codec.Decoder
 	workers int
-	cpus    []int          // the workers' CPU set, when pinned
-	syncD   *codec.Decoder // the consumer goroutine's, for resume and slow reads
-	prodD   *codec.Decoder // the producer's (ordered fetch)
-	direct  *directReader  // the producer's synchronous reads (ordered fetch)
-	pageQ   *engine.Queue
-	dictQ   *engine.Queue
-	dicts   dictCache
-	sideC   sideCache // decoded pages of the other columns (Config.SideCacheBytes)
+	cpus    []int // the workers' CPU set, when pinned
 
-	fbs   []*fetchBatch
-	free  chan *fetchBatch
-	ready chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+	// Shared by the producer (and its engine handlers) and the consumer:
+	// the codec chunks, made lazily by the producer and read by the
+	// consumer's synchronous reads; the dictionary and side caches (each
+	// under its own lock); and the fetch batches' hand-over channels.
+	chunks []*codec.Chunk
+	dicts  dictCache
+	sideC  sideCache // decoded pages of the other columns (Config.SideCacheBytes)
+	free   chan *fetchBatch
+	ready  chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+
+	producer
+	consumer
+
+	closed bool
+
+	stats Stats
+	sa    struct {
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
+		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+	}
+	skips skipLog // Config.SkipBadPages
+}
+
+// producer is the state of the producer goroutine and the engine
+// handlers it starts: it fills fetch batches ahead of the consumer.
+type producer struct {
+	fc     fileCache // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
+	decs   []*codec.Decoder
+	prodD  *codec.Decoder // the producer's (ordered fetch)
+	direct *directReader  // the producer's synchronous reads (ordered fetch)
+	pageQ  *engine.Queue
+	dictQ  *engine.Queue
+	fbs    []*fetchBatch
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the producer
-	closed bool
-	perr   error         // the producer's error, read after ready or pdone closes
-	pdone  chan struct{} // closed when the producer returns
+	perr   error          // the producer's error, read after ready or pdone closes
+	pdone  chan struct{}  // closed when the producer returns
+}
 
-	// consumer state
+// consumer is the state of the goroutine calling Next: the epoch's
+// share, the units taken in, row assembly and the token buffers.
+type consumer struct {
+	syncD     *codec.Decoder // the consumer goroutine's, for resume and slow reads
 	epoch     uint64
 	shard     perm.Shard
 	ep        epochPlan   // the current epoch's share
@@ -146,13 +168,6 @@ type Loader struct {
 	tokClosed bool
 	tokMapped int
 	finished  bool
-
-	stats Stats
-	sa    struct {
-		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
-		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
-	}
-	skips skipLog // Config.SkipBadPages
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
@@ -370,8 +385,8 @@ func (l *Loader) decodedPageEstimate() int {
 // defaultWorkers is Engine.Workers' default: GOMAXPROCS, halved (at least
 // one) when no page of the column is compressed, so decoding is cheap and
 // one ring per two cores keeps the reads flowing (see Config.Engine).
-func defaultWorkers(compressed bool) int {
-	n := runtime.GOMAXPROCS(0)
+func defaultWorkers(compressed bool, procs int) int {
+	n := procs
 	if compressed {
 		return n
 	}
@@ -385,106 +400,81 @@ func (l *Loader) Workers() int { return l.workers }
 // the one Open chose when it was 0.
 func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
 
-func (l *Loader) openEngine() error {
-	maxPage := 0
-	compressed := false // any chunk: picks the read-ahead and worker defaults
+// summarize gathers the facts planSizing needs: page and dictionary sizes
+// from the index, a decoded size from a few page headers (compressed
+// columns), the process's GOMAXPROCS, a shared engine's workers and the
+// pinning plan.
+func (l *Loader) summarize() (indexSummary, error) {
+	s := indexSummary{
+		unitMax:   l.unitMax,
+		sides:     len(l.sides),
+		sideReads: l.sideReads,
+		sideMean:  l.sideMean,
+		maxRun:    l.maxRun,
+		procs:     runtime.GOMAXPROCS(0),
+	}
 	for _, k := range l.proj {
 		for g := 0; g < l.ix.NumPages(k); g++ {
-			maxPage = max(maxPage, int(l.ix.Locate(k, g).Size))
+			s.maxPage = max(s.maxPage, int(l.ix.Locate(k, g).Size))
 		}
 		for c := 0; c < l.ix.NumChunks(); c++ {
 			ci := l.ix.Chunk(k, c)
-			maxPage = max(maxPage, int(ci.DictSize))
-			compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
+			s.maxPage = max(s.maxPage, int(ci.DictSize))
+			s.compressed = s.compressed || ci.Codec != compress.Codecs.Uncompressed
 		}
 	}
-	opts := l.cfg.Engine
-	// Units that read several pages of one chunk may coalesce them.
-	// (A page and its continuation coalesce only where both fit a slot
-	// sized for one page: doubling every slot for them costs more memory
-	// than the read it saves is worth.)
-	several := l.cfg.Shuffle == ShuffleRowGroup || len(l.sides) > 0
-	if opts.SlotSize == 0 {
-		payload := maxPage
-		if several && l.cfg.CoalesceBytes > 0 {
-			payload = max(maxPage, min(l.cfg.CoalesceBytes, coalesceSlotPages*maxPage, l.maxRun))
-		}
-		opts.SlotSize = payload + 8192 // room for alignment on both ends
+	if s.compressed {
+		s.decodedPage = l.decodedPageEstimate()
 	}
-	if l.cfg.CoalesceBytes > 0 {
-		l.coalesce = min(l.cfg.CoalesceBytes, opts.SlotSize-8192)
-		if l.cfg.SharedEngine != nil {
-			l.coalesce = min(l.cfg.CoalesceBytes, maxPage)
-		}
+	if e := l.cfg.SharedEngine; e != nil {
+		s.shared, s.sharedWorkers = true, e.Workers()
 	}
-	unitReads := l.unitMax + l.sideReads
-	perBatch := l.cfg.BatchPages * unitReads
-	decoded := 0
-	if compressed {
-		decoded = l.decodedPageEstimate()
-	}
-	if l.cfg.Prefetch == 0 {
-		// The window counts a batch's pages as lead pages of mean size:
-		// other columns' pages are often far smaller.
-		mean := int(math.Ceil(float64(l.cfg.BatchPages) * (float64(l.unitMax) + l.sideMean)))
-		l.cfg.Prefetch = autoPrefetch(mean, opts.SlotSize, decoded, compressed)
-	}
-	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
-		inflight = l.unitMax
+		s.orderedSpan = s.maxPage // any one page or dictionary of the projection
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			ci := l.ix.Chunk(l.lead, c)
+			s.orderedSpan = max(s.orderedSpan, int(ci.DictSize))
+			end := ci.FirstPage + ci.NumPages
+			for g := ci.FirstPage; g < end; g++ {
+				// A unit spans its pages: up to unitMax from g (a whole
+				// chunk for row groups).
+				last := l.ix.Locate(l.lead, min(g+l.unitMax, end)-1)
+				s.orderedSpan = max(s.orderedSpan, int(last.Offset+int64(last.Size)-l.ix.Locate(l.lead, g).Offset))
+				if l.cfg.Shuffle == ShuffleRowGroup {
+					break
+				}
+			}
+		}
 	}
-	if opts.Workers == 0 {
-		opts.Workers = defaultWorkers(compressed)
-	}
-	if opts.QueueDepth == 0 && l.cfg.IODepth > 0 {
-		opts.QueueDepth = (l.cfg.IODepth + opts.Workers - 1) / opts.Workers
-	}
-	if opts.QueueDepth == 0 {
-		opts.QueueDepth = min(256, max(8, (inflight+opts.Workers-1)/opts.Workers))
-	}
-	if opts.SlotsPerWorker == 0 {
-		// Enough slots for the whole window plus dictionaries, so units
-		// parked for a dictionary never starve the dictionary's read.
-		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+unitReads+opts.Workers-1)/opts.Workers+2)
-	}
-	if opts.Logf == nil {
-		opts.Logf = l.cfg.Logf
-	}
-	if len(opts.CPUSets) == 0 {
+	if len(l.cfg.Engine.CPUSets) == 0 {
 		cpus, err := l.planCPUs()
 		if err != nil {
-			return err
+			return s, err
 		}
-		if cpus != nil {
-			opts.CPUSets = [][]int{cpus}
-		}
+		s.cpus = cpus
 	}
+	return s, nil
+}
+
+// openEngine sizes the loader (planSizing over the summary) and
+// allocates what the sizing says: the engine (unless shared), decoders,
+// the side and dictionary caches, the fetch batches and token buffers.
+func (l *Loader) openEngine() error {
+	sum, err := l.summarize()
+	if err != nil {
+		return err
+	}
+	z, err := planSizing(l.cfg, sum)
+	if err != nil {
+		return err
+	}
+	l.cfg.Prefetch = z.prefetch
+	l.coalesce = z.coalesce
+	opts := z.engine
 	if len(opts.CPUSets) > 0 {
 		l.cpus = opts.CPUSets[0]
 	}
-	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
-	tokBytes := int64(0)
-	if l.cfg.Output == OutputTokens {
-		tokBytes = int64(tokenBufBytes(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)) * int64(l.cfg.Prefetch+2)
-	}
-	// Pages are decoded as they land and held until their batch is
-	// released: the window read ahead, the batch being filled and the
-	// consumer's.
-	window := perBatch * (l.cfg.Prefetch + 2)
-	decBytes := int64(0)
-	if l.cfg.Fetch == Unordered {
-		decBytes = int64(decoded) * int64(window)
-	}
-	sideBytes := int64(0)
-	if len(l.sides) > 0 && l.cfg.SideCacheBytes > 0 {
-		sideBytes = l.cfg.SideCacheBytes
-	}
-	need := slotBytes + tokBytes + decBytes + sideBytes
-	if need > l.cfg.MemoryLimit {
-		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each), %d MiB of token buffers and %d MiB of side cache, limit %d MiB",
-			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, sideBytes>>20, l.cfg.MemoryLimit>>20)
-	}
-	l.sideC.init(sideBytes)
+	l.sideC.init(z.mem.side)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {
@@ -494,6 +484,12 @@ func (l *Loader) openEngine() error {
 		}
 		l.eng, l.owned = e, true
 	}
+	// One decoder per engine worker: the engine starts the workers the
+	// sizing asked for, a shared one has the workers summarize counted.
+	l.workers = max(l.eng.Workers(), 1)
+	if l.workers != z.decoders {
+		return fmt.Errorf("rinas: the engine runs %d workers, sized for %d", l.workers, z.decoders)
+	}
 	// Decoded pages live until their batch is released: a pool deep
 	// enough for the whole window reuses their buffers instead of making
 	// the runtime zero (and the kernel fault in) fresh ones for every
@@ -502,17 +498,10 @@ func (l *Loader) openEngine() error {
 	// the allocator's default 64 MiB: it never holds more than the
 	// window's peak.
 	copts := codec.Options{Mem: &codec.PoolAllocator{
-		MaxPerClass:      4 * window,
+		MaxPerClass:      z.poolPerClass,
 		MaxBytesPerClass: l.cfg.MemoryLimit,
 	}}
-	// What the limit leaves goes to dictionaries: half to the cache, half
-	// to the decoders' column readers, which keep the dictionaries they
-	// decoded alive (shared out per decoder once their count is known).
-	dictLeft := l.cfg.MemoryLimit - need
-	// One decoder per worker of the engine actually used (a shared
-	// engine may have another worker count than Engine.Workers says).
-	l.workers = max(l.eng.Workers(), 1)
-	copts.MaxStateDictBytes = max(dictLeft/2/int64(l.workers+2), 1)
+	copts.MaxStateDictBytes = z.dictStateBytes
 	// Page batches hand the decoded pages themselves to the consumer, and
 	// a unit's slots are kept until its batch is recycled: uncompressed
 	// fixed-width pages may then keep their values where the read put
@@ -520,57 +509,38 @@ func (l *Loader) openEngine() error {
 	// their fetch batch, so their pages never alias a slot.
 	wopts := copts
 	wopts.AliasInput = l.cfg.BatchRows == 0
-	l.decs = make([]*codec.Decoder, l.workers)
+	l.decs = make([]*codec.Decoder, z.decoders)
 	for i := range l.decs {
 		l.decs[i] = codec.NewDecoder(wopts)
 	}
 	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
 		l.prodD = codec.NewDecoder(copts)
-		span := maxPage // any one page or dictionary of the projection
-		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(l.lead, c)
-			span = max(span, int(ci.DictSize))
-			end := ci.FirstPage + ci.NumPages
-			for g := ci.FirstPage; g < end; g++ {
-				// A unit spans its pages: up to unitMax from g (a whole
-				// chunk for row groups).
-				last := l.ix.Locate(l.lead, min(g+l.unitMax, end)-1)
-				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(l.lead, g).Offset))
-				if l.cfg.Shuffle == ShuffleRowGroup {
-					break
-				}
-			}
-		}
-		l.direct = newDirectReader(span, l.cfg.Engine.Direct)
+		l.direct = newDirectReader(z.directSpan, l.cfg.Engine.Direct)
 	}
 	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())
-	l.dicts.init(dictLeft / 2)
+	l.dicts.init(z.mem.dictCache())
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
 
-	nfb := l.cfg.Prefetch + 1
-	if l.cfg.Fetch == Ordered {
-		nfb = 2
-	}
-	l.free = make(chan *fetchBatch, nfb)
-	l.ready = make(chan *fetchBatch, nfb+1)
-	for i := 0; i < nfb; i++ {
+	l.free = make(chan *fetchBatch, z.fetchBatches)
+	l.ready = make(chan *fetchBatch, z.fetchBatches+1)
+	for i := 0; i < z.fetchBatches; i++ {
 		fb := &fetchBatch{id: i, units: make([]unit, l.cfg.BatchPages), order: make([]int32, l.cfg.BatchPages),
 			done: make(chan struct{}, 1)}
 		for u := range fb.units {
-			fb.units[u].comps = make([]*engine.Completion, unitReads)
-			fb.units[u].data = make([][]byte, unitReads)
-			fb.units[u].offs = make([]int64, unitReads)
+			fb.units[u].comps = make([]*engine.Completion, z.unitReads)
+			fb.units[u].data = make([][]byte, z.unitReads)
+			fb.units[u].offs = make([]int64, z.unitReads)
 			fb.units[u].side = make([]sideSpan, len(l.sides))
 		}
 		l.fbs = append(l.fbs, fb)
 		l.free <- fb
 	}
-	if l.cfg.Output == OutputTokens {
-		l.tokBufs = make(chan *tokenBuf, l.cfg.Prefetch+2)
-		for i := 0; i < l.cfg.Prefetch+2; i++ {
+	if z.tokenBufs > 0 {
+		l.tokBufs = make(chan *tokenBuf, z.tokenBufs)
+		for i := 0; i < z.tokenBufs; i++ {
 			b, err := newTokenBufW(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)
 			if err != nil {
 				return err
