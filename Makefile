@@ -1,10 +1,17 @@
-# pagefeed — see README.md. Targets: build test demo bench results fuzz clean.
+# pagefeed — see README.md. Targets: build test demo bench results fuzz clean python deps.
 GO        ?= go
 BIN       := bin
 FUZZTIME  ?= 30s
 DEMO_DIR  ?= demo-data
 
-.PHONY: all build test vet fmtcheck demo bench results fuzz clean soak
+.PHONY: all build test vet fmtcheck demo bench results fuzz clean soak python deps gotest pytest pyinterp FORCE
+
+# PYTHON: the first of these that imports numpy and torch (Debian's
+# packages are seen by /usr/bin/python3, not always by the python3 first
+# on PATH); override with make PYTHON=...
+PYTHON ?= $(shell for p in /usr/bin/python3 python3; do \
+	if $$p -c 'import numpy, torch' >/dev/null 2>&1; then command -v $$p; break; fi; done)
+PYLIB   := python/pagefeed/libpagefeed.so
 
 all: build
 
@@ -18,9 +25,41 @@ fmtcheck:
 vet:
 	$(GO) vet ./...
 
-# test: formatting, vet, then every package under the race detector.
-test: fmtcheck vet
+# test: formatting, vet, every package under the race detector, then the
+# Python package's tests (pytest over the built library).
+test: gotest pytest
+
+gotest: fmtcheck vet
 	$(GO) test -race -count=1 ./...
+
+# python: the shared library (and its headers) inside the package, then a
+# wheel in python/dist when pip is there (pip install ./python also works).
+python: $(PYLIB)
+	@if $(or $(PYTHON),python3) -m pip --version >/dev/null 2>&1; then \
+		$(or $(PYTHON),python3) -m pip wheel -q --no-deps --no-build-isolation -w python/dist ./python && ls python/dist; \
+	else echo "python: pip is missing; the package is usable from python/ (PYTHONPATH=python)"; fi
+
+# go build decides what is stale, so this always asks it.
+$(PYLIB): FORCE
+	$(GO) build -buildmode=c-shared -ldflags=-s -o $(PYLIB) ./capi
+	cp capi/pagefeed.h python/pagefeed/pagefeed.h
+
+pyinterp:
+	@if [ -z "$(PYTHON)" ]; then echo "no python3 imports numpy and torch: run make deps"; exit 1; fi
+	@echo "python: $(PYTHON) ($$($(PYTHON) -c 'import sys, numpy, torch; print(sys.version.split()[0], "numpy", numpy.__version__, "torch", torch.__version__)'))"
+
+# pytest: exit status 5 (no tests collected) fails like any other.
+pytest: pyinterp $(PYLIB) build
+	cd python && PAGEFEED_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+# deps: the Python test dependencies from Debian, unless already importable.
+deps:
+	@if /usr/bin/python3 -c 'import numpy, torch, torch.distributed, pytest' >/dev/null 2>&1; then \
+		echo "deps: numpy, torch and pytest already importable by /usr/bin/python3"; \
+	else \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+			python3-numpy python3-torch python3-pytest; \
+	fi
 
 # demo: the main job on a dataset it makes itself.
 demo: build
@@ -41,9 +80,11 @@ fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
 
 clean:
-	rm -rf $(BIN) $(DEMO_DIR) out
+	rm -rf $(BIN) $(DEMO_DIR) out $(PYLIB) python/pagefeed/*.h python/dist python/build
 
 # soak: mixed loader runs under injected faults for SOAK_TIME (default 10m),
 # RSS and goroutines over time; not part of CI.
 soak:
 	scripts/soak.sh $(SOAK_TIME)
+
+FORCE:

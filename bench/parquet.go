@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -32,19 +34,30 @@ import (
 // over a dataset, or one of its baselines, for a time or a number of
 // epochs. Zero fields take the defaults of fill.
 type ParquetConfig struct {
-	Name     string
-	Paths    []string      // files, directories or globs
-	Column   string        // default: the first leaf column
-	Shuffle  rinas.Shuffle // default (zero) page
-	Fetch    rinas.Fetch   // default (zero) unordered
-	Batch    int           // pages per batch; default 64
-	Rows     int           // rows per batch (row batches); 0 = page batches
-	Buffer   int           // shuffle buffer rows
-	IODepth  int           // reads in flight in all, as fio's iodepth (split over the workers); default 256
-	Prefetch int           // batches read ahead; default rinas's automatic window
-	Workers  int           // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
-	// IOEngine is io_uring (default), psync (the engine's pread pool) or
-	// mmap (baseline: pages copied out of mmap'd files, page cache and all).
+	Name  string
+	Paths []string // files, directories or globs
+	// Column is the projection: a leaf column, or several separated by
+	// commas (pagefeed engine only); default the first leaf column.
+	Column string
+	// LeadColumn, Coalesce and SideCache set rinas.Config's LeadColumn,
+	// CoalesceBytes and SideCacheBytes (default: rinas's).
+	LeadColumn string
+	Coalesce   int
+	SideCache  int64
+	Shuffle    rinas.Shuffle // default (zero) page
+	Fetch      rinas.Fetch   // default (zero) unordered
+	Batch      int           // pages per batch; default 64
+	Rows       int           // rows per batch (row batches); 0 = page batches
+	Buffer     int           // shuffle buffer rows
+	IODepth    int           // reads in flight in all, as fio's iodepth (split over the workers); default 256
+	Prefetch   int           // batches read ahead; default rinas's automatic window
+	Workers    int           // engine workers; default rinas's (GOMAXPROCS, half for uncompressed columns)
+	// IOEngine is io_uring, psync (the engine's pread pool) or mmap
+	// (baseline: pages copied out of mmap'd files, page cache and all).
+	// ParquetIOAuto (the zero value) chooses as the loader does: io_uring,
+	// or psync where the kernel refuses io_uring (said through Logf); the
+	// result names the one that ran. An explicit io_uring fails there, as
+	// fio's.
 	IOEngine ParquetIO
 	// Engine is pagefeed (default), arrowgo (baseline: arrow-go's pqarrow
 	// reading whole random row groups: chunk-granular I/O) or decode (the
@@ -62,6 +75,8 @@ type ParquetConfig struct {
 	Epoch   uint64
 	Rank    int
 	World   int
+	// DropLast, PadLast, KeepUneven and Deterministic are rinas.Config's.
+	DropLast, PadLast, KeepUneven, Deterministic bool
 	// DumpOrder writes every delivered page (row mode: "page row") in
 	// delivery order, one per line.
 	DumpOrder string
@@ -71,17 +86,18 @@ type ParquetConfig struct {
 	Logf      func(format string, args ...any)
 }
 
-// ParquetIO is how a Parquet-mode run reads: ParquetIOUring (the zero
-// value), ParquetPsync or ParquetMmap.
+// ParquetIO is how a Parquet-mode run reads: ParquetIOAuto (the zero
+// value), ParquetIOUring, ParquetPsync or ParquetMmap.
 type ParquetIO int
 
 const (
-	ParquetIOUring ParquetIO = iota // the engine's io_uring rings
+	ParquetIOAuto  ParquetIO = iota // io_uring, or psync where the kernel refuses it
+	ParquetIOUring                  // the engine's io_uring rings
 	ParquetPsync                    // the engine's pread pool
 	ParquetMmap                     // pages copied out of mmap'd files
 )
 
-var parquetIONames = [...]string{EngineIOUring, EnginePsync, EngineMmap}
+var parquetIONames = [...]string{"auto", EngineIOUring, EnginePsync, EngineMmap}
 
 func (k ParquetIO) String() string {
 	if k >= 0 && int(k) < len(parquetIONames) {
@@ -90,14 +106,18 @@ func (k ParquetIO) String() string {
 	return fmt.Sprintf("ParquetIO(%d)", int(k))
 }
 
-// ParseParquetIO parses an --ioengine name of Parquet mode.
+// ParseParquetIO parses an --ioengine name of Parquet mode; "" and "auto"
+// are ParquetIOAuto.
 func ParseParquetIO(s string) (ParquetIO, error) {
+	if s == "" {
+		return ParquetIOAuto, nil
+	}
 	for i, n := range parquetIONames {
 		if s == n {
 			return ParquetIO(i), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync or mmap)", ErrBadOption, s)
+	return 0, fmt.Errorf("%w: ioengine %q (parquet mode: io_uring, psync, mmap or auto)", ErrBadOption, s)
 }
 
 // ParquetEngine is what a Parquet-mode run measures: the loader
@@ -145,7 +165,7 @@ func (c *ParquetConfig) fill() error {
 	if c.IODepth < 1 || c.IODepth > 4096 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: iodepth %d (want 1..4096)", ErrBadOption, c.IODepth)}
 	}
-	if c.IOEngine < ParquetIOUring || c.IOEngine > ParquetMmap {
+	if c.IOEngine < ParquetIOAuto || c.IOEngine > ParquetMmap {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: %v", ErrBadOption, c.IOEngine)}
 	}
 	if c.Engine < ParquetPagefeed || c.Engine > ParquetDecode {
@@ -156,6 +176,9 @@ func (c *ParquetConfig) fill() error {
 	}
 	if c.Fetch != rinas.Unordered && c.Fetch != rinas.Ordered {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: fetch %d", ErrBadOption, int(c.Fetch))}
+	}
+	if strings.Contains(c.Column, ",") && (c.Engine != ParquetPagefeed || c.IOEngine == ParquetMmap) {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: several columns (%s) need the pagefeed engine on io_uring or psync", ErrBadOption, c.Column)}
 	}
 	if c.Runtime <= 0 && c.Loops <= 0 {
 		c.Loops = 1
@@ -190,6 +213,9 @@ type ParquetResult struct {
 	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
 	Workers       int   // the loader's engine workers
 	ZeroCopyPages int64 // pages handed over in their read buffers
+	// Reads, SidePages, StraddleReads and CoalescedPages are the loader's
+	// counters (rinas.Stats).
+	Reads, SidePages, StraddleReads, CoalescedPages, SideCacheHits int64
 	// EngineStats are the io_uring workers' counters over the measured
 	// run (pagefeed engine on io_uring only).
 	EngineStats *engine.Stats
@@ -222,6 +248,11 @@ type ParquetJob struct {
 	Prefetch        int     `json:"prefetch,omitempty"`
 	Workers         int     `json:"workers,omitempty"`
 	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
+	Reads           int64   `json:"reads,omitempty"`
+	SidePages       int64   `json:"side_pages,omitempty"`
+	StraddleReads   int64   `json:"straddle_reads,omitempty"`
+	CoalescedPages  int64   `json:"coalesced_pages,omitempty"`
+	SideCacheHits   int64   `json:"side_cache_hits,omitempty"`
 	// EngineStats: where the engine workers' time went (io_uring only).
 	EngineStats *EngineStatsJSON `json:"engine_stats,omitempty"`
 }
@@ -319,8 +350,11 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if epochs <= 0 {
 		epochs = 1 << 30 // runtime-bounded
 	}
-	kind := engine.IOUring
-	if cfg.IOEngine == ParquetPsync {
+	kind := engine.Auto
+	switch cfg.IOEngine {
+	case ParquetIOUring:
+		kind = engine.IOUring
+	case ParquetPsync:
 		kind = engine.Pread
 	}
 	direct := engine.On
@@ -330,6 +364,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
+		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven, Deterministic: cfg.Deterministic,
 		// --iodepth is the depth of the whole run, as fio's is for one
 		// job: the workers' rings share it.
 		IODepth: cfg.IODepth,
@@ -339,13 +374,20 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 		Pin:     rinas.PinOptions{Enable: cfg.Pin},
 	}
 	if cfg.Column != "" {
-		rc.Columns = []string{cfg.Column}
+		rc.Columns = strings.Split(cfg.Column, ",")
 	}
+	rc.LeadColumn, rc.CoalesceBytes, rc.SideCacheBytes = cfg.LeadColumn, cfg.Coalesce, cfg.SideCache
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
-		return err
+		return uringRefused(kind, err)
 	}
 	defer l.Close()
+	if cfg.IOEngine == ParquetIOAuto {
+		res.Config.IOEngine = ParquetIOUring
+		if l.Engine().Info().Kind == engine.Pread {
+			res.Config.IOEngine = ParquetPsync
+		}
+	}
 	res.EngineInfo = engineInfo(l.Engine().Info())
 	res.pinned = l.CPUs()
 	res.IndexBuildNs = l.Stats().IndexBuildNs
@@ -388,6 +430,8 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	st := l.Stats()
 	res.Pages, res.DiskBytes, res.PageBytes, res.DecodedBytes = st.Pages, st.DiskBytes, st.PageBytes, st.DecodedBytes
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
+	res.Reads, res.SidePages, res.StraddleReads, res.CoalescedPages = st.Reads, st.SidePages, st.StraddleReads, st.CoalescedPages
+	res.SideCacheHits = st.SideCacheHits
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
 		res.EngineStats = &est
@@ -419,7 +463,9 @@ func engineInfo(i engine.Info) string {
 
 // buildIndex indexes the baselines' dataset for the configured column.
 func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult) (*index.Index, error) {
-	opts := index.Options{Logf: cfg.Logf}
+	rd := engine.OpenBatchReader(0, cfg.Logf)
+	defer rd.Close()
+	opts := index.Options{Logf: cfg.Logf, Reader: rd}
 	if cfg.Column != "" {
 		opts.Columns = []string{cfg.Column}
 	}
@@ -459,7 +505,6 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 		}
 		maps[i] = m
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -485,7 +530,7 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 			g := int(sh.At(j))
 			loc := ix.Locate(0, g)
 			ci := ix.Chunk(0, loc.Chunk)
-			ch := codec.ChunkOf(col.Descr, ci.Codec, ix.File(loc.File).Path, nil)
+			ch := codec.ChunkOf(ci.Descr, ci.Codec, ix.File(loc.File).Path, nil)
 			m := maps[loc.File]
 			d := dicts[loc.Chunk]
 			if d == nil && ci.DictSize > 0 {
@@ -624,7 +669,7 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			chunked.Release()
 			res.BatchLat.Record(time.Since(t0).Nanoseconds())
 			res.Batches++
-			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Column(0).Leaf); err == nil {
+			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
 				res.DiskBytes += cc.TotalCompressedSize()
 				res.DecodedBytes += cc.TotalUncompressedSize()
 			}
@@ -689,6 +734,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle.String(), Fetch: cfg.Fetch.String(), IOEngine: cfg.IOEngine.String(), Engine: cfg.Engine.String(),
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
+		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
 	}
 	if st := r.EngineStats; st != nil {
 		j.EngineStats = &EngineStatsJSON{Workers: r.Workers, Enters: st.Enters, Waits: st.Waits, WaitNs: int64(st.WaitTime),
@@ -862,7 +908,6 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		b    []byte
 		off  int64
 	}
-	col := ix.Column(0)
 	dec := codec.NewDecoder(codec.Options{})
 	defer dec.Close()
 	dicts := map[int]*codec.Dictionary{}
@@ -875,12 +920,19 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		loc := ix.Locate(0, g)
 		ci := ix.Chunk(0, loc.Chunk)
 		path := ix.File(loc.File).Path
+		read := func(off int64, n int) ([]byte, error) {
+			b, err := engine.ReadRange(path, off, n, engine.Off)
+			if err == io.EOF { // shorter than the index says
+				err = &Error{Op: "read", Path: path, Off: off, Err: io.ErrUnexpectedEOF}
+			}
+			return b, err
+		}
 		ch := chunks[loc.Chunk]
 		if ch == nil {
-			ch = codec.ChunkOf(col.Descr, ci.Codec, path, nil)
+			ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
 			chunks[loc.Chunk] = ch
 			if ci.DictSize > 0 {
-				b, err := readRange(path, ci.DictOffset, int(ci.DictSize))
+				b, err := read(ci.DictOffset, int(ci.DictSize))
 				if err != nil {
 					return err
 				}
@@ -889,7 +941,7 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 				}
 			}
 		}
-		b, err := readRange(path, loc.Offset, int(loc.Size))
+		b, err := read(loc.Offset, int(loc.Size))
 		if err != nil {
 			return err
 		}
@@ -955,15 +1007,18 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 	return firstErr
 }
 
-func readRange(path string, off int64, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &Error{Op: "open", Path: path, Err: err}
+// uringRefused words an explicit io_uring the kernel refuses as fio does
+// ("err=1, func=io_queue_init, error=Operation not permitted"); other
+// errors pass unchanged.
+func uringRefused(kind engine.Kind, err error) error {
+	var ee *engine.Error
+	var errno syscall.Errno
+	if kind != engine.IOUring || !errors.As(err, &ee) || ee.Op != "io_uring setup" || !errors.As(err, &errno) {
+		return err
 	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil && err != io.EOF {
-		return nil, &Error{Op: "read", Path: path, Off: off, Err: err}
+	msg := errno.Error()
+	if msg != "" {
+		msg = strings.ToUpper(msg[:1]) + msg[1:]
 	}
-	return b, nil
+	return fmt.Errorf("%w: io_uring: err=%d, func=io_queue_init, error=%s (leave --ioengine unset to fall back to psync)", ErrEngine, int(errno), msg)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -61,6 +62,23 @@ func CompareParquet(ctx context.Context, cfg ParquetCompareConfig) ([]ParquetCom
 	}
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 1
+	}
+	if strings.Contains(cfg.Base.Column, ",") {
+		// Baselines that read one column (arrow-go, mmap, decode only)
+		// cannot take several: they are left out, and said so.
+		var keep []ParquetCase
+		for _, c := range cfg.Cases {
+			pc := cfg.Base
+			c.Mod(&pc)
+			if pc.Engine != ParquetPagefeed || pc.IOEngine == ParquetMmap {
+				if cfg.Progress != nil {
+					fmt.Fprintf(cfg.Progress, "%s: left out (one column only; --column names %s)\n", c.Label, cfg.Base.Column)
+				}
+				continue
+			}
+			keep = append(keep, c)
+		}
+		cfg.Cases = keep
 	}
 	if cfg.Runtime <= 0 {
 		cfg.Runtime = 5 * time.Second

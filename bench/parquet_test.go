@@ -200,7 +200,7 @@ func TestCompareParquetTable(t *testing.T) {
 // TestParseParquetNames checks the names Parquet mode parses once into
 // ParquetConfig's typed fields, and back.
 func TestParseParquetNames(t *testing.T) {
-	for _, n := range []string{"io_uring", "psync", "mmap"} {
+	for _, n := range []string{"auto", "io_uring", "psync", "mmap"} {
 		k, err := ParseParquetIO(n)
 		if err != nil || k.String() != n {
 			t.Errorf("ParseParquetIO(%q) = %v, %v", n, k, err)
@@ -212,6 +212,9 @@ func TestParseParquetNames(t *testing.T) {
 			t.Errorf("ParseParquetEngine(%q) = %v, %v", n, e, err)
 		}
 	}
+	if k, err := ParseParquetIO(""); err != nil || k != ParquetIOAuto {
+		t.Errorf(`ParseParquetIO("") = %v, %v`, k, err)
+	}
 	if _, err := ParseParquetIO("libaio"); !errors.Is(err, ErrBadOption) {
 		t.Errorf("libaio: %v", err)
 	}
@@ -219,7 +222,7 @@ func TestParseParquetNames(t *testing.T) {
 		t.Errorf("duckdb: %v", err)
 	}
 	var zero ParquetConfig
-	if zero.Shuffle != rinas.ShufflePage || zero.Fetch != rinas.Unordered || zero.IOEngine != ParquetIOUring || zero.Engine != ParquetPagefeed {
-		t.Error("the zero ParquetConfig is not page/unordered/io_uring/pagefeed")
+	if zero.Shuffle != rinas.ShufflePage || zero.Fetch != rinas.Unordered || zero.IOEngine != ParquetIOAuto || zero.Engine != ParquetPagefeed {
+		t.Error("the zero ParquetConfig is not page/unordered/auto/pagefeed")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"hash/crc32"
 	"runtime"
 	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -70,6 +71,12 @@ type Options struct {
 	// every Retain of its array (and of anything built on its buffers) are
 	// released. Default false: pageBytes is never retained.
 	AliasInput bool
+	// MaxStateDictBytes bounds the dictionaries the Decoder keeps alive in
+	// its cached column readers (one per recent column and dictionary, at
+	// most 16), by the sum of their Dictionary.Bytes; the reader in use
+	// is kept whatever its size. For callers that count dictionaries
+	// against a memory limit. Default 0: only the count bounds them.
+	MaxStateDictBytes int64
 }
 
 func (o *Options) fill() {
@@ -141,6 +148,10 @@ type Dictionary struct {
 // NumValues returns the number of dictionary entries.
 func (d *Dictionary) NumValues() int { return int(d.numValues) }
 
+// Bytes returns the bytes the dictionary holds (its decompressed page
+// body), for callers that bound the dictionaries they cache.
+func (d *Dictionary) Bytes() int { return len(d.buf) }
+
 // Decoder decodes pages. One per worker goroutine: it is not safe for
 // concurrent use. It owns decompressor state and scratch buffers that are
 // reused from page to page; Close releases them.
@@ -163,6 +174,84 @@ type Decoder struct {
 	cont       []contPage
 	bits       []byte // validity scratch
 	repB, defB []byte // level streams of the page intoPrologue loaded
+
+	// What the decode calls of the current trim window needed (see
+	// trimScratch): the most levels one call decoded, and the largest
+	// page; call* accumulate the call in progress.
+	calls                  int
+	callLevels, peakLevels int
+	peakBytes              int
+}
+
+// Scratch trimming: one page with a huge value count grows the scratch
+// to fit it, and a long-lived Decoder (one per loader worker) would keep
+// that high-water mark for good. Every trimEvery decode calls, a scratch
+// buffer over trimFloor bytes and over twice what the window's calls
+// needed is dropped; it regrows to what pages need now, so steady decoding
+// allocates at most once per window.
+const (
+	trimEvery = 256
+	trimFloor = 256 << 10
+)
+
+// noteNeed records that the call in progress decodes a page of levels
+// levels and size uncompressed bytes.
+func (d *Decoder) noteNeed(levels, size int) {
+	d.callLevels += levels
+	d.peakBytes = max(d.peakBytes, size)
+}
+
+// startCall ends the previous decode call's accounting and, at the end of
+// a window, trims the scratch. It runs before a call touches the scratch,
+// which no Page or Dictionary references once its call returned.
+func (d *Decoder) startCall() {
+	d.peakLevels = max(d.peakLevels, d.callLevels)
+	d.callLevels = 0
+	d.calls++
+	if d.calls < trimEvery {
+		return
+	}
+	d.trimScratch()
+	d.calls, d.peakLevels, d.peakBytes = 0, 0, 0
+}
+
+// trimScratch drops scratch buffers far larger than the window needed.
+func (d *Decoder) trimScratch() {
+	n := d.peakLevels + 1
+	d.defs = trimmed(d.defs, n)
+	d.reps = trimmed(d.reps, n)
+	d.idx = trimmed(d.idx, n)
+	d.offs = trimmed(d.offs, n)
+	d.bits = trimmed(d.bits, n/8+1)
+	v := &d.vals
+	v.b, v.i32, v.i64, v.i96 = trimmed(v.b, n), trimmed(v.i32, n), trimmed(v.i64, n), trimmed(v.i96, n)
+	v.f32, v.f64, v.ba, v.flba = trimmed(v.f32, n), trimmed(v.f64, n), trimmed(v.ba, n), trimmed(v.flba, n)
+	for k := range d.spans {
+		d.spans[k].b = trimmed(d.spans[k].b, d.peakBytes)
+	}
+}
+
+// trimmed returns nil for a buffer over trimFloor bytes and over twice
+// need elements, else s.
+func trimmed[T any](s []T, need int) []T {
+	var z T
+	if c := cap(s); c > 2*need && uintptr(c)*unsafe.Sizeof(z) > trimFloor {
+		return nil
+	}
+	return s
+}
+
+// ScratchBytes returns the bytes of scratch the Decoder holds between
+// calls (levels, values, decompressed pages): what trimming bounds.
+func (d *Decoder) ScratchBytes() int64 {
+	n := int64(cap(d.defs)+cap(d.reps))*2 + int64(cap(d.idx)+cap(d.offs))*4 + int64(cap(d.bits))
+	v := &d.vals
+	n += int64(cap(v.b)) + int64(cap(v.i32)+cap(v.f32))*4 + int64(cap(v.i64)+cap(v.f64))*8 + int64(cap(v.i96))*12
+	n += int64(cap(v.ba)+cap(v.flba)) * 24
+	for k := range d.spans {
+		n += int64(cap(d.spans[k].b))
+	}
+	return n
 }
 
 // spanBuf holds one page's decompressed bytes for as long as values decoded
@@ -305,7 +394,31 @@ func (d *Decoder) state(c *Chunk, dict *Dictionary) *colState {
 			}
 		}
 	}
+	if d.opts.MaxStateDictBytes > 0 {
+		d.boundStates(st)
+	}
 	return st
+}
+
+// boundStates drops the least recently used column readers but keep until
+// the dictionaries the others hold fit MaxStateDictBytes.
+func (d *Decoder) boundStates(keep *colState) {
+	for {
+		var total int64
+		var lru *colState
+		for _, st := range d.states {
+			if st.dict != nil {
+				total += int64(st.dict.Bytes())
+			}
+			if st != keep && st.dict != nil && (lru == nil || st.used < lru.used) {
+				lru = st
+			}
+		}
+		if total <= d.opts.MaxStateDictBytes || lru == nil {
+			return
+		}
+		d.dropState(lru)
+	}
 }
 
 // dropState forgets a column reader whose state an error may have left
@@ -424,6 +537,7 @@ func (d *Decoder) parseBody(c *Chunk, dict *Dictionary, pageBytes []byte) (h Pag
 	if int(nv) > d.opts.MaxPageValues {
 		return h, nil, kindf(ErrPageTooLarge, "page claims %d values; limit %d", nv, d.opts.MaxPageValues)
 	}
+	d.noteNeed(int(nv), int(h.UncompressedSize))
 	body, err = d.checkBody(&h, pageBytes[n:])
 	if err != nil {
 		return h, nil, err

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -528,4 +529,33 @@ func itoa(v int64) string {
 		buf[i] = '-'
 	}
 	return string(buf[i:])
+}
+
+// CheckThrift walks the Thrift compact struct at the start of b (a footer,
+// an offset index) without decoding it, and fails where a container count
+// or string length claims more than the bytes left, or nesting is deeper
+// than Thrift's 64. Thrift's own decoder preallocates a container from its
+// claimed count before reading it, so a few forged bytes can make it
+// allocate hundreds of megabytes; CheckThrift first keeps every claim
+// within len(b). It allocates nothing. It returns the struct's length;
+// the error says what is wrong and where, for the caller to wrap.
+func CheckThrift(b []byte) (n int, err error) {
+	r := hdr{b: b}
+	r.skip(ctStruct, maxSkipDeep, true)
+	var why string
+	switch r.err {
+	case nil:
+		return r.pos, nil
+	case ErrHeaderTruncated:
+		why = "a count or length claims more than the bytes left, or the struct is cut short"
+	case errHdrSize:
+		why = "a container or string size beyond Thrift's limits"
+	case errHdrDepth:
+		why = "nested deeper than 64"
+	case errHdrType:
+		why = "an unknown Thrift type"
+	default:
+		why = r.err.Error()
+	}
+	return 0, fmt.Errorf("codec: thrift struct: %s (at byte %d of %d)", why, r.pos, len(b))
 }

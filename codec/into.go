@@ -171,6 +171,7 @@ func (d *Decoder) intoPrologue(c *Chunk, dict *Dictionary, pageBytes []byte, dep
 	if d.closed {
 		return h, 0, nil, ErrClosed
 	}
+	d.startCall()
 	if c.Encrypted {
 		return h, 0, nil, kindf(ErrUnsupported, "encrypted column")
 	}

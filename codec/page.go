@@ -111,6 +111,7 @@ func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int6
 	if d.closed {
 		return nil, c.err("decode", offs[0], ErrClosed)
 	}
+	d.startCall()
 	if c.Encrypted {
 		return nil, c.err("decode", offs[0], kindf(ErrUnsupported, "encrypted column"))
 	}

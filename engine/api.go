@@ -57,7 +57,8 @@ type Options struct {
 	// RingFlags is the io_uring setup-flag ladder, tried first to last,
 	// dropping to the next rung on EINVAL; default ring.Ladder (fio's:
 	// SINGLE_ISSUER|DEFER_TASKRUN, COOP_TASKRUN, none). Info.SetupFlags
-	// says which took.
+	// says which took. SQPOLL and IOPOLL are refused (New fails with
+	// ring.ErrUnsupportedFlags): the workers cannot drive them.
 	RingFlags     []uint32
 	Direct        Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
 	FixedBuffers  Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn
@@ -90,9 +91,10 @@ type Info struct {
 	Notices       []string // every fallback taken, with its reason
 }
 
-// File is a file opened for reads through the engine. Safe for concurrent
-// use. It belongs to the engine that opened it: requests for it on another
-// engine's queue fail with ErrInvalid.
+// File is a file opened for reads through the engine (Engine.Open) or for
+// synchronous reads only (OpenFile). Safe for concurrent use. It belongs
+// to the engine that opened it: requests for it on another engine's queue,
+// or for a file from OpenFile on any queue, fail with ErrInvalid.
 type File struct {
 	path   string
 	size   int64
@@ -135,7 +137,10 @@ type Completion struct {
 	Tag  uint64
 	File *File
 	Off  int64
-	Data []byte // exactly the requested bytes; shorter only at end of file
+	// Data is exactly the requested bytes, shorter only where the request
+	// runs past the file's size at Open. A file that shrank since Open
+	// fails the read with ErrChanged rather than deliver fewer bytes.
+	Data []byte
 	// DeviceBytes is what the read moved from the file: Data rounded out
 	// to the O_DIRECT alignment on both ends (equal to len(Data) when
 	// buffered), the bytes a disk-bandwidth figure should count.

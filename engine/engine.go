@@ -11,8 +11,12 @@
 //   - Submit blocks while every slot is in use (backpressure) and returns
 //     when the requests are queued, not when they complete.
 //   - Each request completes exactly once, with either the exact requested
-//     bytes (fewer only at end of file) or an error of type *Error.
+//     bytes (fewer only past the file's size at Open) or an error of type
+//     *Error; a file that shrank under a read fails it with ErrChanged.
 //   - Completion.Data stays valid, and its slot stays taken, until Release.
+//   - An io_uring_enter failure retrying cannot fix fails the requests it
+//     did not submit; after several in a row the worker gives up on its
+//     ring, failing the reads left in the kernel and every later request.
 //   - Close waits for every read in flight and every worker goroutine;
 //     calls after Close return ErrClosed. Completions not yet released
 //     stay valid: the last Release unmaps the slot memory.
@@ -31,6 +35,13 @@
 //
 // Completion.Resubmit (from a Handler) reuses the slot with no lock, no
 // channel and no allocation on io_uring: fio's closed loop.
+//
+// The engine owns every byte-range read of pagefeed, not only the queued
+// ones: File.ReadAt and File.ReadSpan read one range on the caller's
+// goroutine under the same alignment rules (OpenFile opens a file for them
+// without an engine), and BatchReader (RangeReader over an engine,
+// PreadReader without one, OpenBatchReader choosing) reads many ranges at
+// once for the index build. Fault injectors for tests live in enginetest.
 package engine
 
 import (
@@ -46,6 +57,10 @@ var (
 	ErrTooLarge = errors.New("engine: request larger than slot")
 	// ErrAlignment reports an O_DIRECT read the kernel refused (EINVAL).
 	ErrAlignment = errors.New("engine: direct I/O alignment")
+	// ErrChanged reports a read that stopped making progress before the
+	// bytes the file held at Open: the file shrank (or was replaced)
+	// since. Retrying cannot help; the request fails like any read error.
+	ErrChanged = errors.New("engine: file changed since open")
 )
 
 // Error is the structured error of a failed operation, after io/fs.PathError.
@@ -57,6 +72,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Path == "" { // setup and other operations on no file
+		return fmt.Sprintf("engine: %s: %v", e.Op, e.Err)
+	}
 	return fmt.Sprintf("%s %s at offset %d: %v", e.Op, e.Path, e.Off, e.Err)
 }
 

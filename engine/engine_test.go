@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/ring"
 )
 
@@ -711,6 +712,35 @@ func TestOptionsValidation(t *testing.T) {
 			t.Errorf("New(%+v) accepted", o)
 		}
 	}
+	// CPU numbers affinity cannot express fail New with a clear error,
+	// not a panic on the worker thread (-65) or a silent CPU 63 (-1); a
+	// CPU the kernel refuses (offline) fails the second worker's setup,
+	// and New returns instead of waiting for the first worker.
+	for _, kind := range []Kind{IOUring, Pread} {
+		for _, set := range [][]int{{-1}, {0, -65}, {1 << 10}, {1<<10 - 1}} {
+			var err error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				var e *Engine
+				if e, err = New(Options{Kind: kind, CPUSets: [][]int{{0}, set}, Workers: 2}); err == nil {
+					e.Close()
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("New(%v, CPUSets [[0] %v]) did not return", kind, set)
+			}
+			want := pin.ErrBadCPUSet
+			if set[0] == 1<<10-1 {
+				want = unix.EINVAL // offline: no test machine has 1024 CPUs
+			}
+			if !errors.Is(err, want) || !strings.Contains(err.Error(), "CPUSets[1]") {
+				t.Errorf("New(%v, CPUSets [[0] %v]) = %v, want %v naming CPUSets[1]", kind, set, err, want)
+			}
+		}
+	}
 	o, err := Options{SlotSize: 5000}.fill()
 	if err != nil || o.SlotSize != 8192 || o.QueueDepth != DefaultQueueDepth || o.SlotsPerWorker != DefaultQueueDepth || o.Workers != 1 {
 		t.Fatalf("fill: %+v %v", o, err)
@@ -1148,5 +1178,22 @@ func TestBatchSubmitChunks(t *testing.T) {
 	}
 	if st.Enters < n/batch {
 		t.Fatalf("%d reads in %d enters: more than %d a call", n, st.Enters, batch)
+	}
+}
+
+// TestRingFlagsUnsupported: a RingFlags ladder with SQPOLL or IOPOLL fails
+// New with ring.ErrUnsupportedFlags, with Kind Auto too (it is a
+// configuration error, not a kernel without io_uring).
+func TestRingFlagsUnsupported(t *testing.T) {
+	for _, kind := range []Kind{Auto, IOUring} {
+		for _, f := range []uint32{ring.SetupSQPoll, ring.SetupIOPoll} {
+			e, err := New(Options{Kind: kind, RingFlags: []uint32{f, 0}})
+			if err == nil {
+				e.Close()
+			}
+			if !errors.Is(err, ring.ErrUnsupportedFlags) {
+				t.Errorf("New(%v, RingFlags %s) = %v, want ring.ErrUnsupportedFlags", kind, ring.FlagsString(f), err)
+			}
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -29,6 +28,19 @@ type FaultInjector interface {
 	Fault(f *File, off int64, n int, res int) int
 }
 
+// EnterFaulter is implemented by a FaultInjector that also fails
+// io_uring_enter calls, to test a ring that stops working. FaultEnter is
+// called on worker's goroutine before each io_uring_enter it makes and
+// returns 0 to let the call run, or the errno the call fails with instead:
+// the kernel is not entered, so nothing is submitted or waited for.
+// EAGAIN and EBUSY are transient (the worker reaps and enters again);
+// other errnos fail the requests that were to be submitted, and after
+// maxEnterErrors in a row the worker gives up on its ring (see
+// worker.abandon).
+type EnterFaulter interface {
+	FaultEnter(worker int) syscall.Errno
+}
+
 // FaultFunc adapts a function to FaultInjector.
 type FaultFunc func(f *File, off int64, n int, res int) int
 
@@ -40,6 +52,10 @@ func (fn FaultFunc) Fault(f *File, off int64, n int, res int) int { return fn(f,
 // that keeps saying "again" must not hang the consumer.
 const maxTransient = 64
 
+// maxEnterErrors is how many io_uring_enter calls in a row may fail with
+// an errno retrying cannot fix before a worker gives up on its ring.
+const maxEnterErrors = 8
+
 // transient reports whether errno means "try the same read again".
 func transient(errno syscall.Errno) bool {
 	return errno == unix.EINTR || errno == unix.EAGAIN || errno == unix.ECANCELED
@@ -50,7 +66,9 @@ func (e *Engine) fault(s *slot, res int) int {
 	if e.opts.Faults == nil {
 		return res
 	}
-	return clampFault(res, e.opts.Faults.Fault(s.c.File, s.aoff+int64(s.got), s.want-s.got, res))
+	got := clampFault(res, e.opts.Faults.Fault(s.c.File, s.aoff+int64(s.got), s.want-s.got, res))
+	s.injected = got != res
+	return got
 }
 
 // clampFault keeps an injected result honest: it can fail an attempt or
@@ -68,98 +86,4 @@ func clampFault(res, got int) int {
 		return res
 	}
 	return got
-}
-
-// RateFaults is a FaultInjector that fails read attempts at random, at a
-// configured probability per kind, and counts what it injected. The
-// draws come from a counter-based generator keyed by Seed: safe for
-// concurrent use, no lock, no allocation. The zero value injects nothing.
-type RateFaults struct {
-	// Probabilities per read attempt, each in [0, 1]; their sum should
-	// stay below 1 (the kinds are drawn from one number, in this order).
-	EIO, Short, EAGAIN, EINTR, ECANCELED float64
-	Seed                                 uint64
-	// Only, when set, limits faults to the attempts it accepts (a file, a
-	// range); others pass through untouched.
-	Only func(f *File, off int64) bool
-
-	n      atomic.Uint64
-	counts [faultKinds]atomic.Int64
-}
-
-// Fault kinds, indexes of FaultCounts.
-const (
-	faultEIO = iota
-	faultShort
-	faultEAGAIN
-	faultEINTR
-	faultECANCELED
-	faultKinds
-)
-
-// FaultCounts is what a RateFaults injected so far.
-type FaultCounts struct {
-	Attempts                             int64 // read attempts seen
-	EIO, Short, EAGAIN, EINTR, ECANCELED int64
-}
-
-// Transient returns the faults the engine is expected to absorb.
-func (c FaultCounts) Transient() int64 { return c.Short + c.EAGAIN + c.EINTR + c.ECANCELED }
-
-// Total returns every fault injected.
-func (c FaultCounts) Total() int64 { return c.Transient() + c.EIO }
-
-// Counts returns what r injected so far.
-func (r *RateFaults) Counts() FaultCounts {
-	return FaultCounts{
-		Attempts:  int64(r.n.Load()),
-		EIO:       r.counts[faultEIO].Load(),
-		Short:     r.counts[faultShort].Load(),
-		EAGAIN:    r.counts[faultEAGAIN].Load(),
-		EINTR:     r.counts[faultEINTR].Load(),
-		ECANCELED: r.counts[faultECANCELED].Load(),
-	}
-}
-
-// Fault implements FaultInjector.
-func (r *RateFaults) Fault(f *File, off int64, n int, res int) int {
-	i := r.n.Add(1)
-	if r.Only != nil && !r.Only(f, off) {
-		return res
-	}
-	v := mix64(r.Seed ^ i*0x9e3779b97f4a7c15)
-	u := float64(v>>11) / (1 << 53) // uniform in [0, 1)
-	p := [faultKinds]float64{r.EIO, r.Short, r.EAGAIN, r.EINTR, r.ECANCELED}
-	for k, pk := range p {
-		if u >= pk {
-			u -= pk
-			continue
-		}
-		switch k {
-		case faultEIO:
-			res = -int(unix.EIO)
-		case faultShort:
-			if res <= 1 {
-				return res // nothing to shorten: not a fault
-			}
-			res = 1 + int(v%uint64(res-1)) // in [1, res)
-		case faultEAGAIN:
-			res = -int(unix.EAGAIN)
-		case faultEINTR:
-			res = -int(unix.EINTR)
-		case faultECANCELED:
-			res = -int(unix.ECANCELED)
-		}
-		r.counts[k].Add(1)
-		return res
-	}
-	return res
-}
-
-// mix64 is splitmix64's finalizer: a bijective scramble of a counter.
-func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return x ^ x>>31
 }

@@ -18,55 +18,24 @@ func (e *Engine) Open(path string) (*File, error) {
 	if e.closing.Load() {
 		return nil, &Error{Op: "open", Path: path, Err: ErrClosed}
 	}
-	flags := unix.O_RDONLY | unix.O_CLOEXEC
-	direct := e.opts.Direct != Off
-	fd, err := openFile(path, flags|pick(direct, oDirect, 0))
-	if err == unix.EINVAL && direct {
-		if e.opts.Direct == On {
-			return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("O_DIRECT refused: %w", err)}
-		}
-		direct = false
-		fd, err = openFile(path, flags)
-		if err == nil {
-			var st unix.Stat_t
-			dev := uint64(0)
-			if unix.Fstat(fd, &st) == nil {
-				dev = uint64(st.Dev)
-			}
-			e.notice("buffered:"+strconv.FormatUint(dev, 10),
-				"O_DIRECT refused by the file system of %s (EINVAL): buffered reads for its files", path)
-		}
-	}
+	f, dev, err := openPath(path, e.opts.Direct)
 	if err != nil {
-		return nil, &Error{Op: "open", Path: path, Err: err}
-	}
-	st, err := statFile(fd)
-	if err != nil {
-		unix.Close(fd)
-		if e, ok := err.(*Error); ok {
-			e.Path = path
-		}
 		return nil, err
 	}
-	if st.isDir {
-		unix.Close(fd)
-		return nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
+	if dev != nil {
+		e.notice("buffered:"+strconv.FormatUint(*dev, 10),
+			"O_DIRECT refused by the file system of %s (EINVAL): buffered reads for its files", path)
 	}
-	size := st.size
-	f := &File{e: e, path: path, size: size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
-	f.cond = sync.NewCond(&f.mu)
-	if direct {
-		f.offAlign, f.memAlign = st.offAlign, st.memAlign
-		if f.memAlign > slotAlign || f.offAlign > e.opts.SlotSize {
-			unix.Close(fd)
-			return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
-				ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
-		}
+	if f.direct && f.offAlign > e.opts.SlotSize {
+		unix.Close(f.fd)
+		return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
+			ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
 	}
+	f.e = e
 	e.filesMu.Lock()
 	if e.closing.Load() {
 		e.filesMu.Unlock()
-		unix.Close(fd)
+		unix.Close(f.fd)
 		return nil, &Error{Op: "open", Path: path, Err: ErrClosed}
 	}
 	if n := len(e.regFree); n > 0 {
@@ -76,6 +45,66 @@ func (e *Engine) Open(path string) (*File, error) {
 	e.files[f] = struct{}{}
 	e.filesMu.Unlock()
 	return f, nil
+}
+
+// OpenFile opens path for synchronous reads (File.ReadAt, File.ReadSpan)
+// without an engine: O_DIRECT as direct says (TryOn falls back to buffered
+// reads where the file system refuses it, silently: File.Direct says which),
+// with the alignment statx reports. Requests for the file on an engine's
+// queue fail with ErrInvalid. Close it with File.Close.
+func OpenFile(path string, direct Tristate) (*File, error) {
+	f, _, err := openPath(path, direct)
+	return f, err
+}
+
+// openPath opens path as mode says and reads its size and direct-I/O
+// alignment. fellBack, when not nil, is the device whose file system
+// refused O_DIRECT, so that TryOn fell back to buffered reads.
+func openPath(path string, mode Tristate) (f *File, fellBack *uint64, err error) {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC
+	direct := mode != Off
+	fd, err := openFile(path, flags|pick(direct, oDirect, 0))
+	if err == unix.EINVAL && direct {
+		if mode == On {
+			return nil, nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("O_DIRECT refused: %w", err)}
+		}
+		direct = false
+		fd, err = openFile(path, flags)
+		if err == nil {
+			var st unix.Stat_t
+			dev := uint64(0)
+			if unix.Fstat(fd, &st) == nil {
+				dev = uint64(st.Dev)
+			}
+			fellBack = &dev
+		}
+	}
+	if err != nil {
+		return nil, nil, &Error{Op: "open", Path: path, Err: err}
+	}
+	st, err := statFile(fd)
+	if err != nil {
+		unix.Close(fd)
+		if e, ok := err.(*Error); ok {
+			e.Path = path
+		}
+		return nil, nil, err
+	}
+	if st.isDir {
+		unix.Close(fd)
+		return nil, nil, &Error{Op: "open", Path: path, Err: errors.New("is a directory")}
+	}
+	f = &File{path: path, size: st.size, direct: direct, fd: fd, offAlign: 1, memAlign: 1, regIdx: -1}
+	f.cond = sync.NewCond(&f.mu)
+	if direct {
+		f.offAlign, f.memAlign = st.offAlign, st.memAlign
+		if f.memAlign > slotAlign {
+			unix.Close(fd)
+			return nil, nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: offset alignment %d, memory alignment %d exceed the slot's %d",
+				ErrAlignment, f.offAlign, f.memAlign, slotAlign)}
+		}
+	}
+	return f, fellBack, nil
 }
 
 func pick(c bool, a, b int) int {

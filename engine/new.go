@@ -76,6 +76,7 @@ func (e *Engine) startWorkers(k Kind) error {
 	o := e.opts
 	e.workers = make([]*worker, 0, o.Workers)
 	var err error
+	var failed *worker // the worker whose setup failed: stopped already
 	for i := 0; i < o.Workers; i++ {
 		var w *worker
 		w, err = newWorker(e, i, k)
@@ -85,17 +86,19 @@ func (e *Engine) startWorkers(k Kind) error {
 		e.workers = append(e.workers, w)
 		if err = w.start(); err != nil {
 			e.workers = e.workers[:len(e.workers)-1]
-			e.wg.Wait()
-			w.closeEfd()
-			w.unmap()
+			failed = w
 			break
 		}
 	}
 	if err != nil {
+		// Stop the workers running before waiting: e.wg counts them too.
 		for _, w := range e.workers {
 			w.stop()
 		}
 		e.wg.Wait()
+		if failed != nil {
+			e.workers = append(e.workers, failed)
+		}
 		for _, w := range e.workers {
 			w.closeEfd()
 			w.unmap()

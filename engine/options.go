@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/ring"
 )
 
@@ -61,12 +62,17 @@ func (o Options) fill() (Options, error) {
 		o.BatchCompleteMax = o.BatchComplete // as fio raises it to the minimum
 	}
 	for i, set := range o.CPUSets {
-		if len(set) == 0 {
-			return o, fmt.Errorf("engine: CPUSets[%d] is empty", i)
+		if err := pin.CheckCPUs(set); err != nil {
+			return o, fmt.Errorf("engine: CPUSets[%d] %v: %w", i, set, err)
 		}
 	}
 	if len(o.RingFlags) == 0 {
 		o.RingFlags = ring.Ladder
+	}
+	for i, f := range o.RingFlags {
+		if bad := f & ring.UnsupportedFlags; bad != 0 {
+			return o, fmt.Errorf("engine: RingFlags[%d] %s: %w", i, ring.FlagsString(f), ring.ErrUnsupportedFlags)
+		}
 	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) {

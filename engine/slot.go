@@ -33,8 +33,20 @@ type slot struct {
 	want int   // bytes to read into buf (aligned superset, clamped)
 	got  int   // bytes read so far
 	a    int   // alignment kept by resumed reads (1 when buffered)
-	// tries counts transient errors (EINTR, EAGAIN, ECANCELED) in a row.
+	// tries counts the attempts in a row that moved the read no further:
+	// transient errors (EINTR, EAGAIN, ECANCELED) and injected short
+	// reads. Only progress resets it.
 	tries int
+	// injected is set by Engine.fault when the FaultInjector changed this
+	// attempt's result.
+	injected bool
+	// inRing is set while an SQE for the slot is in its worker's ring
+	// (io_uring worker goroutine only).
+	inRing bool
+	// lost marks a slot whose read the kernel may still complete into it
+	// after its worker gave up on the ring: Release keeps it out of the
+	// free list for good.
+	lost bool
 }
 
 // check validates req against the engine's slots.
@@ -94,7 +106,8 @@ func (s *slot) setup(q *Queue, req *Request) {
 }
 
 // advance accounts res bytes read and reports whether the slot is done
-// (all wanted bytes, end of file, or an error recorded in c.Err).
+// (all wanted bytes, or an error recorded in c.Err). A short read resumes
+// where it stopped; one that stopped making progress fails (stalled).
 func (s *slot) advance(res int) (done bool) {
 	if res < 0 {
 		errno := syscall.Errno(-res)
@@ -105,11 +118,7 @@ func (s *slot) advance(res int) (done bool) {
 		s.fail(errno)
 		return true
 	}
-	s.tries = 0
-	if res == 0 { // end of file: the file shrank since Open
-		s.finish()
-		return true
-	}
+	before := s.got
 	s.got += res
 	if s.got >= s.head+s.n || s.got >= s.want {
 		s.finish()
@@ -117,7 +126,31 @@ func (s *slot) advance(res int) (done bool) {
 	}
 	// Short read: resume from an aligned point for direct I/O.
 	s.got -= s.got % s.a
-	return false
+	if s.got > before {
+		s.tries = 0
+		return false
+	}
+	return s.stalled(before, res)
+}
+
+// stalled handles an attempt that moved the read no further: 0 bytes, or a
+// direct read shorter than the alignment it resumes from. The request was
+// clamped to the file's size at Open, so the kernel says the file ends
+// before what it held then; every retry would return the same count. It
+// fails the request with ErrChanged, except when the FaultInjector made
+// the attempt short, which counts as a transient fault.
+func (s *slot) stalled(before, res int) (done bool) {
+	if s.injected && s.tries < maxTransient {
+		s.tries++
+		return false
+	}
+	s.got = before
+	f := s.c.File
+	s.c.Data = nil
+	s.c.DeviceBytes = s.got
+	s.c.Err = &Error{Op: "read", Path: f.path, Off: s.c.Off, Err: fmt.Errorf("%w: %d of %d bytes at offset %d, no progress (size at open %d)",
+		ErrChanged, res, s.want-before, s.aoff+int64(before), f.size)}
+	return true
 }
 
 // finish slices Data to the requested bytes that landed.
@@ -138,9 +171,14 @@ func (s *slot) fail(errno syscall.Errno) {
 	if errno == unix.EINVAL && f.direct {
 		err = fmt.Errorf("%w: offset alignment %d, memory alignment %d: %w", ErrAlignment, f.offAlign, f.memAlign, errno)
 	}
+	s.failWith(err)
+}
+
+// failWith records err as the request's read error.
+func (s *slot) failWith(err error) {
 	s.c.Data = nil
 	s.c.DeviceBytes = s.got
-	s.c.Err = &Error{Op: "read", Path: f.path, Off: s.c.Off, Err: err}
+	s.c.Err = &Error{Op: "read", Path: s.c.File.path, Off: s.c.Off, Err: err}
 }
 
 // complete hands the finished slot over: the file's read count drops and
@@ -187,7 +225,9 @@ func (s *slot) release() {
 			s.buf[i] = 0xA5
 		}
 	}
-	w.free <- s.idx // capacity holds every slot: never blocks
+	if !s.lost {
+		w.free <- s.idx // capacity holds every slot: never blocks
+	}
 	q.done()
 	e := w.e
 	if e.taken.Add(-1) == 0 && e.workersDone.Load() {

@@ -30,7 +30,9 @@ func TestSlotShortReads(t *testing.T) {
 		{"short then rest (aligned)", true, 100, 1 << 20, 5000, []step{{4096, false, 4096, 0}, {4096, true, 8192, 5000}}},
 		{"short unaligned resumes aligned", true, 100, 1 << 20, 5000, []step{{1000, false, 512, 0}, {7680, true, 8192, 5000}}},
 		{"EINTR and EAGAIN retry", true, 0, 1 << 20, 512, []step{{-int(unix.EINTR), false, 0, 0}, {-int(unix.EAGAIN), false, 0, 0}, {512, true, 512, 512}}},
-		{"EOF: file shrank", true, 0, 1 << 20, 4096, []step{{1024, false, 1024, 0}, {0, true, 1024, 1024}}},
+		{"EOF: file shrank", true, 0, 1 << 20, 4096, []step{{1024, false, 1024, 0}, {0, true, 1024, -1}}},
+		{"file shrank to an unaligned size", true, 0, 1 << 20, 4096, []step{{1000, false, 512, 0}, {488, true, 512, -1}}},
+		{"buffered: file shrank", false, 3, 1 << 20, 10, []step{{4, false, 4, 0}, {0, true, 4, -1}}},
 		{"error", true, 512, 1 << 20, 10, []step{{-int(unix.EIO), true, 0, -1}}},
 		{"buffered exact", false, 3, 1 << 20, 10, []step{{4, false, 4, 0}, {6, true, 10, 10}}},
 	} {

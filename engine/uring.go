@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -130,6 +131,10 @@ func (w *worker) loop() {
 	waitFor := w.e.opts.BatchComplete
 	cqes := w.cqes[:min(len(w.cqes), w.e.opts.BatchCompleteMax)]
 	for {
+		if w.broken != nil {
+			w.brokenLoop()
+			return
+		}
 		w.loops.Add(1)
 		if w.mboxN.Load() > 0 {
 			w.takeMailbox()
@@ -159,7 +164,7 @@ func (w *worker) loop() {
 		if minComplete > 0 {
 			t0 = nanotime()
 		}
-		_, err := r.SubmitAndWait(minComplete)
+		err := w.enter(minComplete)
 		w.waiting.Store(0)
 		w.st.enters.Add(1)
 		if minComplete > 0 {
@@ -171,7 +176,14 @@ func (w *worker) loop() {
 			w.st.queued.Add(uint64(w.pqLen))
 		}
 		if enterFailed(err) {
-			w.failQueued(err)
+			w.enterError(err)
+			if w.broken != nil {
+				// Reaping now could complete a slot abandon just failed.
+				w.deliver()
+				continue
+			}
+		} else if err == nil {
+			w.enterErrs = 0
 		}
 		n := r.Reap(cqes)
 		if adaptive {
@@ -183,6 +195,7 @@ func (w *worker) loop() {
 				continue
 			}
 			s := &w.slots[c.UserData]
+			s.inRing = false
 			w.inKernel--
 			w.st.reaped.Add(1)
 			if s.advance(w.e.fault(s, int(c.Res))) {
@@ -195,17 +208,23 @@ func (w *worker) loop() {
 		// Refill the ring before running handlers: they may take a while
 		// (decoding), and the device should not idle meanwhile. Chunks of
 		// batch reach the device sooner than one long plug.
-		for len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth {
+		for len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth && w.broken == nil {
 			if w.fill(depth, batch) == 0 {
 				break
 			}
 			w.st.enters.Add(1)
-			if _, err := r.Submit(); enterFailed(err) {
-				w.failQueued(err)
+			if err := w.enter(0); enterFailed(err) {
+				w.enterError(err)
 				break
 			}
 		}
 		w.deliver()
+		if w.enterErrs > 0 && w.broken == nil {
+			// Give whatever failed (memory, a dying device) time to pass
+			// before entering again: 2 ms doubling, 254 ms in all before
+			// the worker gives up.
+			time.Sleep(time.Millisecond << w.enterErrs)
+		}
 	}
 }
 
@@ -248,23 +267,107 @@ func (w *worker) deliver() {
 	w.st.deliverNs.Add(nanotime() - t0)
 }
 
+// enter submits the prepared SQEs and waits for minComplete completions,
+// unless the fault injector fails the call first.
+func (w *worker) enter(minComplete uint32) error {
+	if w.enterFaults != nil {
+		if errno := w.enterFaults.FaultEnter(w.id); errno != 0 {
+			return &ring.Error{Op: "enter", Err: errno}
+		}
+	}
+	_, err := w.r.SubmitAndWait(minComplete)
+	return err
+}
+
 // enterFailed reports whether io_uring_enter's err is one retrying will
 // not fix: EAGAIN and EBUSY only ask the caller to reap first.
 func enterFailed(err error) bool {
 	return err != nil && !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EBUSY)
 }
 
-// failQueued completes every request still waiting for an SQE with err:
-// io_uring_enter failed in a way retrying will not fix.
-func (w *worker) failQueued(err error) {
+// enterError handles an io_uring_enter that failed with err, which
+// retrying will not fix: the SQEs it did not submit are taken back from
+// the ring and their requests fail with err, as do the requests still
+// queued. After maxEnterErrors failures in a row the worker gives up on
+// its ring (abandon); until then the loop backs off and enters again to
+// reap the reads already in the kernel.
+func (w *worker) enterError(err error) {
 	w.e.notice("enter", "worker %d: io_uring_enter: %v", w.id, err)
-	for w.pqLen > 0 {
-		s := &w.slots[w.pqPop()]
-		s.c.Data = nil
-		s.c.Err = &Error{Op: "read", Path: s.c.File.path, Off: s.c.Off, Err: err}
-		s.complete()
-		w.done = append(w.done, s)
+	w.r.Withdraw(func(userData uint64) {
+		if userData == efdUserData {
+			w.efdArmed = false
+			return
+		}
+		s := &w.slots[userData]
+		s.inRing = false
+		w.inKernel--
+		w.failSlot(s, err)
+	})
+	w.failQueued(err)
+	w.enterErrs++
+	if w.enterErrs >= maxEnterErrors {
+		w.abandon(err)
 	}
+}
+
+// abandon gives up on the ring after io_uring_enter kept failing. The
+// reads still in the kernel fail with the error: their completions may
+// never become visible (a DEFER_TASKRUN ring posts them only inside
+// io_uring_enter), and Close waits for every read. Their slots are marked
+// lost, never to be reused, since the kernel may still write into them.
+// From here on brokenLoop fails every request at once.
+func (w *worker) abandon(err error) {
+	w.broken = fmt.Errorf("worker %d stopped reading after %d failed io_uring_enter calls in a row: %w", w.id, w.enterErrs, err)
+	w.dead.Store(true) // wake signals wakeCh from here on
+	for i := range w.slots {
+		if s := &w.slots[i]; s.inRing {
+			s.inRing = false
+			s.lost = true
+			w.inKernel--
+			w.failSlot(s, w.broken)
+		}
+	}
+	w.e.notice("broken", "%v: its requests fail", w.broken)
+}
+
+// brokenLoop serves a worker that gave up on its ring: every request
+// fails at once with w.broken. Between requests it sleeps on wakeCh,
+// which post and stop signal once w.dead is set, so Submit never waits on
+// a worker that cannot read and Close returns.
+func (w *worker) brokenLoop() {
+	for {
+		w.loops.Add(1)
+		if w.mboxN.Load() > 0 {
+			w.takeMailbox()
+		}
+		w.failQueued(w.broken)
+		w.deliver()
+		if w.pqLen > 0 { // a Handler resubmitted
+			continue
+		}
+		w.waiting.Store(1)
+		if w.mboxN.Load() == 0 {
+			if w.stopping.Load() {
+				return
+			}
+			<-w.wakeCh
+		}
+		w.waiting.Store(0)
+	}
+}
+
+// failQueued completes every request still waiting for an SQE with err.
+func (w *worker) failQueued(err error) {
+	for w.pqLen > 0 {
+		w.failSlot(&w.slots[w.pqPop()], err)
+	}
+}
+
+// failSlot completes s's request with err and queues it for delivery.
+func (w *worker) failSlot(s *slot, err error) {
+	s.failWith(err)
+	s.complete()
+	w.done = append(w.done, s)
 }
 
 func (w *worker) takeMailbox() {
@@ -303,5 +406,6 @@ func (w *worker) prep(sqe *ring.SQE, s *slot) {
 		sqe.PrepRead(fd, buf, off, uint64(s.idx))
 	}
 	sqe.Flags |= flags
+	s.inRing = true
 	w.inKernel++
 }

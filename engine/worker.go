@@ -56,6 +56,16 @@ type worker struct {
 	jobs chan int32
 	hmu  sync.Mutex
 
+	enterFaults EnterFaulter // Options.Faults, where it implements it
+	enterErrs   int          // io_uring_enter failures in a row
+	// broken is set when the worker gave up on its ring: every request
+	// it gets from then on fails with it (worker goroutine only). dead
+	// says so to other goroutines: wake then signals wakeCh, on which
+	// brokenLoop sleeps, instead of the eventfd.
+	broken error
+	dead   atomic.Bool
+	wakeCh chan struct{}
+
 	loops atomic.Uint64 // io_uring loop iterations, for the no-spin test
 	st    workerStats   // for Engine.Stats
 	// handling is the slot whose Handler call is running, the only one
@@ -95,7 +105,9 @@ func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 		slots:    make([]slot, o.SlotsPerWorker),
 		free:     make(chan int32, o.SlotsPerWorker),
 		setupErr: make(chan error, 1),
+		wakeCh:   make(chan struct{}, 1),
 	}
+	w.enterFaults, _ = o.Faults.(EnterFaulter)
 	for i := range w.slots {
 		s := &w.slots[i]
 		s.w, s.idx = w, int32(i)
@@ -124,8 +136,9 @@ func (w *worker) lockAndPin() error {
 	if len(sets) == 0 {
 		return nil
 	}
-	if err := pin.Apply(sets[w.id%len(sets)]); err != nil {
-		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d cpus %v: %w", w.id, sets[w.id%len(sets)], err)}
+	i := w.id % len(sets)
+	if err := pin.Apply(sets[i]); err != nil {
+		return &Error{Op: "setaffinity", Err: fmt.Errorf("worker %d, CPUSets[%d]: %w", w.id, i, err)}
 	}
 	return nil
 }
@@ -227,8 +240,16 @@ func (w *worker) post(idx int32) {
 
 var one = [8]byte{1}
 
-// wake interrupts the worker's wait in io_uring_enter through its eventfd.
+// wake interrupts the worker's wait in io_uring_enter through its eventfd
+// (or, once it gave up on its ring, its wait on wakeCh).
 func (w *worker) wake() {
+	if w.dead.Load() {
+		select {
+		case w.wakeCh <- struct{}{}:
+		default: // a wakeup is pending already
+		}
+		return
+	}
 	if w.efd >= 0 {
 		for {
 			if _, err := unix.Write(w.efd, one[:]); err != unix.EINTR {

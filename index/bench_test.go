@@ -78,21 +78,21 @@ func reportIndex(b *testing.B, ix *Index) {
 // cache), the engine with buffered reads, and the pread pool.
 func benchReaders(b *testing.B) []struct {
 	name string
-	r    BatchReader
+	r    engine.BatchReader
 } {
-	direct, err := NewEngineReader(engine.Options{QueueDepth: 64, SlotSize: engineSlot, Logf: b.Logf})
+	direct, err := engine.StartRangeReader(engine.Options{QueueDepth: 64, SlotSize: engine.ReaderSlotSize, Logf: b.Logf})
 	if err != nil {
 		b.Fatal(err)
 	}
-	buffered, err := NewEngineReader(engine.Options{QueueDepth: 64, SlotSize: engineSlot, Direct: engine.Off, Logf: b.Logf})
+	buffered, err := engine.StartRangeReader(engine.Options{QueueDepth: 64, SlotSize: engine.ReaderSlotSize, Direct: engine.Off, Logf: b.Logf})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { direct.Close(); buffered.Close() })
 	return []struct {
 		name string
-		r    BatchReader
-	}{{"default", nil}, {"engine_direct", direct}, {"engine_buffered", buffered}, {"pread", &PreadReader{}}}
+		r    engine.BatchReader
+	}{{"default", nil}, {"engine_direct", direct}, {"engine_buffered", buffered}, {"pread", &engine.PreadReader{}}}
 }
 
 // BenchmarkBuild: 1,000 files, ~1M input_ids pages, offset indexes.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -24,9 +25,11 @@ type Options struct {
 	// or top-level field names ("input_ids", meaning all its leaves). Empty
 	// means every leaf column.
 	Columns []string
-	// Reader does the batched reads; default: an EngineReader over an
-	// engine Build starts and closes (io_uring, falling back to pread).
-	Reader BatchReader
+	// Reader does the batched reads; Build never starts an engine of its
+	// own. Default: an engine.PreadReader with Parallelism goroutines.
+	// Callers that index many files pass engine.OpenBatchReader's reader
+	// (io_uring) or a RangeReader over their own engine.
+	Reader engine.BatchReader
 	// Sidecar is the sidecar file; default SidecarPath(paths, Columns).
 	Sidecar string
 	// NoSidecar neither reads nor writes a sidecar.
@@ -42,6 +45,18 @@ type Options struct {
 	// WalkReadSize is the read issued at each expected page header during
 	// a header walk; default 64 KiB. Larger headers are re-read whole.
 	WalkReadSize int
+	// SidecarDir, when set, keeps the sidecar in this directory (created
+	// if missing) under a name derived from the files' absolute paths and
+	// the projection, instead of next to the dataset. Default: next to the
+	// dataset, or where its directory is not writable, the user's cache
+	// directory ($XDG_CACHE_HOME/pagefeed, else ~/.cache/pagefeed).
+	SidecarDir string
+	// MaxFooterSize bounds the footer Build reads and parses per file: a
+	// footer claiming more fails with ErrUnsupported instead of being
+	// allocated on its say-so (a sparse file can claim gigabytes cheaply).
+	// Default 128 MiB, far above the footers of real files (a few KiB to
+	// some MiB for thousands of row groups × columns).
+	MaxFooterSize int64
 	// MaxOpenFiles bounds the files Build asks its reader to hold open at
 	// once. A reader keeps every file of a ReadBatch call open until the
 	// call returns, so each pass (footers, offset indexes, every round of
@@ -50,16 +65,16 @@ type Options struct {
 	// full parallelism; the index does not depend on it. Default:
 	// engine.OpenFileBudget(4), a quarter of the soft RLIMIT_NOFILE (256
 	// under 1024), leaving the rest to the caller.
-	// The default readers hold one descriptor per file, plus one for a
-	// range longer than the engine's slot.
+	// The engine's readers hold one descriptor per file.
 	MaxOpenFiles int
 }
 
 const (
-	defaultWalkRead = 64 << 10
-	maxHeaderRead   = 16 << 20          // a page header larger than this is corrupt
-	coalesceGap     = 64 << 10          // offset indexes closer than this share a read
-	coalesceMax     = engineSlot - 8192 // one engine read
+	defaultWalkRead  = 64 << 10
+	defaultMaxFooter = 128 << 20
+	maxHeaderRead    = 16 << 20                     // a page header larger than this is corrupt
+	coalesceGap      = 64 << 10                     // offset indexes closer than this share a read
+	coalesceMax      = engine.ReaderSlotSize - 8192 // one read of OpenBatchReader's engine
 )
 
 func (o Options) fill(paths []string) Options {
@@ -68,6 +83,9 @@ func (o Options) fill(paths []string) Options {
 	}
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "index: "+format+"\n", args...) }
+	}
+	if o.MaxFooterSize <= 0 {
+		o.MaxFooterSize = defaultMaxFooter
 	}
 	if o.WalkReadSize <= 0 {
 		o.WalkReadSize = defaultWalkRead
@@ -81,23 +99,6 @@ func (o Options) fill(paths []string) Options {
 // footerTailRead is the first read at the end of each file: most footers fit
 // in it. A variable for tests.
 var footerTailRead = 64 << 10
-
-// defaultReader starts the reader Build uses when Options.Reader is nil:
-// an EngineReader (io_uring, or the engine's own pread pool), or where the
-// engine cannot start at all, a PreadReader. close releases it.
-func defaultReader(o Options) (r BatchReader, close func()) {
-	er, err := NewEngineReader(engine.Options{
-		Kind:       engine.Auto,
-		QueueDepth: min(max(64, o.Parallelism), 256),
-		SlotSize:   engineSlot,
-		Logf:       o.Logf,
-	})
-	if err != nil {
-		o.Logf("engine unavailable (%v): reading with pread", err)
-		return &PreadReader{Parallelism: o.Parallelism}, func() {}
-	}
-	return er, func() { er.Close() }
-}
 
 // Build indexes the Parquet files named by paths (files, directories walked
 // recursively, or glob patterns) for the projection opts.Columns.
@@ -124,37 +125,28 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 
 	sidecar := "miss"
 	scPath := ""
-	var old *Index // a stale sidecar's index, for the files that did not change
+	mkdir := false
+	var old *Index // the sidecar's index, for the files that did not change
 	if !opts.NoSidecar {
-		scPath = opts.Sidecar
-		if scPath == "" {
-			scPath = SidecarPath(names, opts.Columns)
-		}
-		lopts := opts
-		if !userReader {
-			// one footer to read: not worth starting an engine
-			lopts.Reader = &PreadReader{Parallelism: 1}
-		}
-		ix, status, err := loadSidecar(ctx, scPath, files, lopts)
-		if err != nil && ix != nil {
-			old = ix
-		}
-		if err == nil {
-			ix.stats.BuildTime = time.Since(start)
-			ix.stats.Sidecar = "hit"
-			ix.stats.SidecarPath = scPath
-			return ix, nil
-		}
-		sidecar = status // "written" when absent, "rebuilt" when unusable
-		if status == "rebuilt" {
-			opts.Logf("sidecar %s not used, rebuilding: %v", scPath, err)
+		var look []string
+		look, scPath, mkdir = sidecarPaths(names, opts)
+		for _, p := range look {
+			ix, status, err := loadSidecar(p, files, opts)
+			if status == "written" && p != look[len(look)-1] {
+				continue // none here; look further
+			}
+			sidecar = status
+			if err == nil {
+				old = ix
+			} else if status == "rebuilt" {
+				opts.Logf("sidecar %s not used, rebuilding: %v", p, err)
+			}
+			break
 		}
 	}
 
 	if !userReader {
-		r, done := defaultReader(opts)
-		defer done()
-		opts.Reader = r
+		opts.Reader = &engine.PreadReader{Parallelism: opts.Parallelism}
 	}
 	b := &builder{opts: opts, files: files}
 	b.reuseFrom(old)
@@ -162,14 +154,24 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	if scPath != "" {
-		if err := writeSidecar(scPath, ix); err != nil {
+	switch {
+	case b.hit:
+		sidecar = "hit"
+	case old != nil:
+		sidecar = "rebuilt"
+		opts.Logf("sidecar %s not used whole, rebuilding: %v", scPath, b.stale)
+	}
+	if scPath != "" && !b.hit {
+		if err := writeSidecar(scPath, ix, mkdir); err != nil {
 			opts.Logf("sidecar %s not written: %v", scPath, err)
 			sidecar = "miss"
 		}
 	}
 	ix.stats.Sidecar = sidecar
 	ix.stats.SidecarPath = scPath
+	if !b.hit {
+		ix.stats.Reused = b.reused
+	}
 	ix.stats.BuildTime = time.Since(start)
 	return ix, nil
 }
@@ -291,7 +293,9 @@ type chunkRaw struct {
 
 // fileMeta is what the index keeps of one footer.
 type fileMeta struct {
-	schema  *schema.Schema // kept for the first file only
+	schema  *schema.Schema // dropped once its schema set is known
+	sum     uint64         // hash of the footer (sidecar staleness check)
+	flen    uint32         // footer length
 	paths   []string       // resolved projection
 	leaves  []int
 	rgRows  []int64
@@ -319,6 +323,8 @@ type builder struct {
 	old     *Index // stale sidecar being reused, or nil
 	oldFile []int  // per file: its number in old, or -1 to index afresh
 	reused  int
+	stale   error // why the sidecar in old is not used whole
+	hit     bool  // old is used whole: every file unchanged, in order
 	files   []FileInfo
 	metas   []fileMeta
 	ncols   int
@@ -366,6 +372,11 @@ func parseFileMetaData(b []byte) (md *metadata.FileMetaData, err error) {
 			md, err = nil, fmt.Errorf("footer does not parse: %v", r)
 		}
 	}()
+	// Thrift preallocates containers from their claimed counts: check
+	// every claim against the bytes first.
+	if _, err := codec.CheckThrift(b); err != nil {
+		return nil, fmt.Errorf("footer does not parse: %w", err)
+	}
 	// copy: the metadata outlives the read buffer
 	return metadata.NewFileMetaData(append([]byte(nil), b...), nil)
 }
@@ -377,6 +388,9 @@ func parseOffsetIndex(b []byte) (locs []*metadata.PageLocation, err error) {
 			locs, err = nil, fmt.Errorf("offset index does not parse: %v", r)
 		}
 	}()
+	if _, err := codec.CheckThrift(b); err != nil {
+		return nil, fmt.Errorf("offset index does not parse: %w", err)
+	}
 	oi := metadata.NewOffsetIndex(b, nil, nil)
 	if oi == nil {
 		return nil, errors.New("offset index does not parse")
@@ -413,7 +427,11 @@ func resolveColumns(sc *schema.Schema, names []string) ([]int, error) {
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("%w: no column %q in schema", ErrColumn, name)
+			names := make([]string, sc.NumColumns())
+			for i := range names {
+				names[i] = sc.Column(i).Path()
+			}
+			return nil, fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(names, ", "))
 		}
 	}
 	return out, nil
@@ -465,6 +483,12 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 			if cc.FilePath() != "" {
 				return fm, &Error{Op: "footer", Path: path, Column: col, Off: -1, Err: fmt.Errorf("%w: column chunk in external file %q", ErrUnsupported, cc.FilePath())}
 			}
+			// A flat column holds one value (or null) per row: a chunk
+			// whose count differs cannot be delivered row-aligned beside
+			// the projection's other columns.
+			if len(leaves) > 1 && fm.maxRep[k] == 0 && cc.NumValues() != rows {
+				return fm, corrupt("footer", path, col, -1, "row group %d: column %s has %d values for %d rows: the projected columns' row counts differ", r, col, cc.NumValues(), rows)
+			}
 			c := chunkRaw{
 				codec:     cc.Compression(),
 				dataOff:   cc.DataPageOffset(),
@@ -496,10 +520,11 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 	return fm, nil
 }
 
-// reuseFrom takes from old (a stale sidecar's index for the same
-// projection) every file whose path, size and mtime are unchanged, so that
-// only the others are read again. The first file's footer is read in any
-// case, for the column descriptors.
+// reuseFrom marks as candidates for reuse the files of old (a sidecar's
+// index for the same projection) whose path, size and mtime are unchanged.
+// Every footer is read in any case, for the column descriptors and the
+// footer hash: checkReuse drops the candidates whose footer changed, so that
+// only the others keep their pages from old.
 func (b *builder) reuseFrom(old *Index) {
 	if old == nil || len(old.cols) == 0 {
 		return
@@ -508,28 +533,63 @@ func (b *builder) reuseFrom(old *Index) {
 	for i, f := range old.files {
 		byPath[f.Path] = i
 	}
-	b.metas = make([]fileMeta, len(b.files))
 	b.oldFile = make([]int, len(b.files))
-	paths := colPaths(old)
 	for f := range b.files {
 		b.oldFile[f] = -1
 		of, ok := byPath[b.files[f].Path]
-		if !ok || old.files[of].Size != b.files[f].Size || !old.files[of].ModTime.Equal(b.files[f].ModTime) {
-			continue
+		switch {
+		case !ok:
+			b.stalef("%s is not in it", b.files[f].Path)
+		case old.files[of].Size != b.files[f].Size || !old.files[of].ModTime.Equal(b.files[f].ModTime):
+			b.stalef("%s changed since it was indexed (size %d→%d, mtime %s→%s)", b.files[f].Path, old.files[of].Size, b.files[f].Size,
+				old.files[of].ModTime.Format(time.RFC3339Nano), b.files[f].ModTime.Format(time.RFC3339Nano))
+		default:
+			b.oldFile[f] = of
+			b.reused++
 		}
-		b.oldFile[f] = of
-		b.reused++
-		m := fileMeta{paths: paths, numRows: old.files[of].NumRows}
-		for c := old.fileRG[of]; c < old.fileRG[of+1]; c++ {
-			m.rgRows = append(m.rgRows, old.rgs[c].numRows)
-			for k := range old.cols {
-				cm := &old.cols[k].chunks[c]
-				m.chunks = append(m.chunks, chunkRaw{codec: cm.codec, start: cm.base})
-			}
-		}
-		b.metas[f] = m
+	}
+	if len(old.files) != len(b.files) {
+		b.stalef("written for %d files, now %d", len(old.files), len(b.files))
 	}
 	b.old = old
+}
+
+// stalef records the first reason the sidecar is not used whole.
+func (b *builder) stalef(format string, args ...any) {
+	if b.stale == nil {
+		b.stale = fmt.Errorf("%w: "+format, append([]any{ErrSidecar}, args...)...)
+	}
+}
+
+// checkReuse runs once every footer is read: a candidate whose footer hash,
+// resolved projection or row groups differ from the sidecar's is read
+// again. It sets b.hit when the sidecar's index can be used whole.
+func (b *builder) checkReuse() {
+	if b.old == nil {
+		return
+	}
+	paths := colPaths(b.old)
+	for f := range b.files {
+		of := b.oldFile[f]
+		if of < 0 {
+			continue
+		}
+		m := &b.metas[f]
+		o := &b.old.files[of]
+		if m.sum != b.old.footSum[of] || len(m.rgRows) != o.NumRowGroups || m.numRows != o.NumRows || !equalStrings(m.paths, paths) {
+			b.stalef("%s changed since it was indexed (its footer differs)", b.files[f].Path)
+			b.oldFile[f] = -1
+			b.reused--
+			continue
+		}
+		if of != f {
+			b.stalef("written for the files in another order")
+		}
+	}
+	if b.stale == nil {
+		b.hit = true
+		return
+	}
 	b.opts.Logf("re-indexing %d of %d files; %d unchanged since the sidecar", len(b.files)-b.reused, len(b.files), b.reused)
 }
 
@@ -563,34 +623,18 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err := b.readFooters(ctx); err != nil {
 		return nil, err
 	}
-	if b.isReused(0) {
-		// read afresh for its schema; its pages still come from the sidecar
-		first := &b.metas[0]
-		if !equalStrings(first.paths, colPaths(b.old)) {
-			return nil, &Error{Op: "schema", Path: b.files[0].Path, Off: -1, Err: fmt.Errorf("%w: projection resolves to other columns than in the sidecar", ErrColumn)}
-		}
+	b.checkReuse()
+	sets, fileSch, err := b.schemaSets()
+	if err != nil {
+		return nil, err
 	}
-	// Every file must resolve the projection to the same leaves, of the
-	// same physical type, as the first.
-	first := &b.metas[0]
-	b.ncols = len(first.paths)
-	for i := 1; i < len(b.metas); i++ {
-		m := &b.metas[i]
-		if len(m.paths) != b.ncols {
-			return nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, b.files[0].Path)}
+	if b.hit {
+		ix := b.old
+		for f := range ix.files {
+			ix.files[f].ModTime = b.files[f].ModTime // the live stat's location
 		}
-		for k := range m.paths {
-			if m.paths[k] != first.paths[k] {
-				return nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: found %q in its place", ErrColumn, m.paths[k])}
-			}
-			if m.schema == nil {
-				continue // reused: checked when it was indexed
-			}
-			if a, c := m.schema.Column(m.leaves[k]).PhysicalType(), first.schema.Column(first.leaves[k]).PhysicalType(); a != c {
-				return nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: physical type %s, %s in %s", ErrColumn, a, c, b.files[0].Path)}
-			}
-		}
-		m.schema = nil
+		ix.attach(sets, fileSch, b.metas)
+		return ix, nil
 	}
 	b.base = make([]int, len(b.files)+1)
 	for i := range b.metas {
@@ -604,7 +648,134 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err := b.walkHeaders(ctx); err != nil {
 		return nil, err
 	}
-	return b.assemble()
+	ix, err := b.assemble()
+	if err != nil {
+		return nil, err
+	}
+	ix.attach(sets, fileSch, b.metas)
+	return ix, nil
+}
+
+// schemaSets groups the files by how they declare the projected columns,
+// and checks that every declaration lets their values be delivered with
+// the first file's. Files may differ in nullability, logical annotations
+// and the leaves' positions; the leaves' paths, physical types (and fixed
+// lengths) and repetition levels must be the first file's. A file reused
+// from the sidecar without parsing its footer (m.schema nil) gets the
+// declaration of the parsed file the sidecar grouped it with. Each schema
+// is dropped once grouped, so only one per declaration stays resident.
+func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
+	first := &b.metas[0]
+	f0 := b.files[0].Path
+	b.ncols = len(first.paths)
+	fileSch = make([]int32, len(b.metas))
+	setFile := []int{} // per set: the first file with it
+	byKey := map[string]int32{}
+	byOld := map[int32]int32{} // the sidecar's declaration → set
+	for i := range b.metas {
+		m := &b.metas[i]
+		if len(m.paths) != b.ncols {
+			return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, f0)}
+		}
+		for k := range m.paths {
+			if m.paths[k] != first.paths[k] {
+				return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: projected leaf %d is %q here, %q in %s", ErrColumn, k, m.paths[k], first.paths[k], f0)}
+			}
+		}
+		if m.schema == nil {
+			continue
+		}
+		key := schemaKey(m)
+		s, ok := byKey[key]
+		if !ok {
+			s = int32(len(sets))
+			byKey[key] = s
+			set := schemaSet{leaves: m.leaves}
+			for _, l := range m.leaves {
+				set.descr = append(set.descr, m.schema.Column(l))
+			}
+			sets = append(sets, set)
+			setFile = append(setFile, i)
+		}
+		fileSch[i] = s
+		if b.isReused(i) {
+			byOld[b.old.fileSch[b.oldFile[i]]] = s
+		}
+	}
+	for i := range b.metas {
+		if b.metas[i].schema != nil {
+			continue
+		}
+		s, ok := byOld[b.old.fileSch[b.oldFile[i]]]
+		if !ok { // readFooters parses one file per declaration
+			return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: no parsed footer declares its columns", ErrSidecar)}
+		}
+		fileSch[i] = s
+		if int(s) == len(setFile) {
+			setFile = append(setFile, i)
+		} else if setFile[s] > i {
+			setFile[s] = i
+		}
+	}
+	ref := sets[fileSch[0]]
+	for s, set := range sets {
+		for k := range set.descr {
+			a, c := set.descr[k], ref.descr[k]
+			switch {
+			case a.PhysicalType() != c.PhysicalType():
+				err = fmt.Errorf("%w: physical type %s here, %s in %s", ErrColumn, a.PhysicalType(), c.PhysicalType(), f0)
+			case a.PhysicalType() == parquet.Types.FixedLenByteArray && a.TypeLength() != c.TypeLength():
+				err = fmt.Errorf("%w: fixed length %d here, %d in %s", ErrColumn, a.TypeLength(), c.TypeLength(), f0)
+			case a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
+				err = fmt.Errorf("%w: repetition level %d here (lists nested %d deep), %d in %s", ErrColumn, a.MaxRepetitionLevel(), a.MaxRepetitionLevel(), c.MaxRepetitionLevel(), f0)
+			}
+			if err != nil {
+				return nil, nil, &Error{Op: "schema", Path: b.files[setFile[s]].Path, Column: first.paths[k], Off: -1, Err: err}
+			}
+		}
+	}
+	for i := range b.metas {
+		b.metas[i].schema = nil
+	}
+	return sets, fileSch, nil
+}
+
+// schemaKey says how m declares the projected columns, as far as decoding
+// depends on it: files with equal keys decode with one descriptor.
+func schemaKey(m *fileMeta) string {
+	var sb strings.Builder
+	for _, l := range m.leaves {
+		c := m.schema.Column(l)
+		fmt.Fprintf(&sb, "%d %s %d %d %d|", l, c.PhysicalType(), c.TypeLength(), c.MaxDefinitionLevel(), c.MaxRepetitionLevel())
+		for n := c.SchemaNode(); n != nil && n.Parent() != nil; n = n.Parent() {
+			fmt.Fprintf(&sb, "%q %d %d", n.Name(), n.RepetitionType(), n.ConvertedType())
+			if lt := n.LogicalType(); lt != nil {
+				sb.WriteString(" " + lt.String())
+			}
+			if p, ok := n.(*schema.PrimitiveNode); ok {
+				fmt.Fprintf(&sb, " %v", p.DecimalMetadata())
+			}
+			sb.WriteByte(';')
+		}
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// attach sets the per-file descriptors and footer hashes.
+func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
+	ix.schemas, ix.fileSch = sets, fileSch
+	ix.footSum = make([]uint64, len(metas))
+	ix.footLen = make([]uint32, len(metas))
+	for f := range metas {
+		ix.footSum[f], ix.footLen[f] = metas[f].sum, metas[f].flen
+	}
+	for k := range ix.cols {
+		ix.cols[k].info.Descr = sets[fileSch[0]].descr[k]
+		ix.cols[k].info.Leaf = sets[fileSch[0]].leaves[k]
+	}
+	ix.stats.Schemas = len(sets)
+	ix.stats.ResidentBytes = ix.ResidentBytes()
 }
 
 // readBatch is Reader.ReadBatch over at most opts.MaxOpenFiles files at a
@@ -615,7 +786,7 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 // adjacent; a file named again further on counts again, so no chunk names
 // more files than the budget. When a chunk cannot be attempted (ctx done,
 // reader closed), the ranges after it get its error and readBatch returns.
-func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data []byte, err error)) error {
+func (b *builder) readBatch(ctx context.Context, rs []engine.Range, fn func(i int, data []byte, err error)) error {
 	budget := b.opts.MaxOpenFiles
 	if budget <= 0 {
 		budget = engine.OpenFileBudget(4) // a builder made without fill
@@ -648,27 +819,137 @@ func (b *builder) readBatch(ctx context.Context, rs []Range, fn func(i int, data
 	}
 }
 
-// readFooters reads and parses every footer: one tail read per file, and a
-// second, exact one for footers longer than the tail.
+// readFooters reads every footer. Files that a sidecar may reuse (path,
+// size and mtime unchanged) are read exactly (the sidecar knows their
+// footer length) and only hashed: checkReuse compares the hash, and their
+// footer data comes from the sidecar. The others are parsed: one tail read
+// per file, and a second, exact one for footers longer than the tail. One
+// reused file per declaration the sidecar saw is parsed too, for the
+// descriptors (another, if that one changed).
 func (b *builder) readFooters(ctx context.Context) error {
 	n := len(b.files)
 	if b.metas == nil {
 		b.metas = make([]fileMeta, n)
 	}
-	errs := make([]error, n)
-	need := make([]int, n)
-	var rs []Range
-	var sel []int // files whose footers are read
-	for i, f := range b.files {
-		if i > 0 && b.isReused(i) {
+	parse := make([]bool, n)
+	var check []int
+	rep := map[int32]int{} // the sidecar's declaration → the file parsed for it
+	for i := range b.files {
+		of := -1
+		if b.oldFile != nil {
+			of = b.oldFile[i]
+		}
+		if of < 0 || b.old.footLen[of] == 0 {
+			parse[i] = true
 			continue
 		}
-		l := int64(footerTailRead)
-		l = min(l, f.Size)
-		rs = append(rs, Range{Path: f.Path, Off: f.Size - l, Len: int(l)})
-		sel = append(sel, i)
+		if _, ok := rep[b.old.fileSch[of]]; !ok {
+			rep[b.old.fileSch[of]] = i
+			parse[i] = true
+			continue
+		}
+		check = append(check, i)
 	}
-	parse := func(i int, r Range, data []byte, err error) {
+	if err := b.hashFooters(ctx, check, parse); err != nil {
+		return err
+	}
+	for todo := parse; ; {
+		var sel []int
+		for i, p := range todo {
+			if p {
+				sel = append(sel, i)
+			}
+		}
+		if len(sel) == 0 {
+			break
+		}
+		if err := b.parseFooters(ctx, sel); err != nil {
+			return err
+		}
+		// A declaration whose parsed file changed needs another.
+		todo = make([]bool, n)
+		for cls, r := range rep {
+			if of := b.oldFile[r]; b.metas[r].sum == b.old.footSum[of] {
+				continue
+			}
+			for _, i := range check {
+				if of := b.oldFile[i]; b.old.fileSch[of] == cls && b.metas[i].schema == nil && b.metas[i].sum == b.old.footSum[of] {
+					rep[cls] = i
+					todo[i] = true
+					break
+				}
+			}
+		}
+	}
+	for i := range b.files {
+		b.files[i].NumRows = b.metas[i].numRows
+		b.files[i].NumRowGroups = len(b.metas[i].rgRows)
+	}
+	return nil
+}
+
+// hashFooters reads the footers of files sel (reuse candidates) exactly,
+// hashes them, and takes their footer data from the sidecar; a footer
+// that differs from the sidecar's is marked for parsing instead.
+func (b *builder) hashFooters(ctx context.Context, sel []int, parse []bool) error {
+	if len(sel) == 0 {
+		return nil
+	}
+	rs := make([]engine.Range, len(sel))
+	for j, i := range sel {
+		f := &b.files[i]
+		l := int64(b.old.footLen[b.oldFile[i]]) + 8
+		rs[j] = engine.Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
+	}
+	errs := make([]error, len(sel))
+	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) {
+		i := sel[j]
+		of := b.oldFile[i]
+		switch {
+		case err != nil:
+			errs[j] = err
+		case len(data) != rs[j].Len || string(data[len(data)-4:]) != "PAR1" || int(le32(data[len(data)-8:])) != len(data)-8:
+			parse[i] = true // changed after all
+		case footerSum(data) != b.old.footSum[of]:
+			parse[i] = true
+		default:
+			b.metas[i] = b.oldMeta(of)
+			b.metas[i].sum = b.old.footSum[of]
+			b.metas[i].flen = b.old.footLen[of]
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return firstErr(errs)
+}
+
+// oldMeta is the footer data of the sidecar's file of: enough to lay out
+// its reused pages.
+func (b *builder) oldMeta(of int) fileMeta {
+	old := b.old
+	m := fileMeta{paths: colPaths(old), numRows: old.files[of].NumRows}
+	for c := old.fileRG[of]; c < old.fileRG[of+1]; c++ {
+		m.rgRows = append(m.rgRows, old.rgs[c].numRows)
+		for k := range old.cols {
+			cm := &old.cols[k].chunks[c]
+			m.chunks = append(m.chunks, chunkRaw{codec: cm.codec, start: cm.base})
+		}
+	}
+	return m
+}
+
+// parseFooters reads and parses the footers of files sel.
+func (b *builder) parseFooters(ctx context.Context, sel []int) error {
+	errs := make([]error, len(b.files))
+	need := make([]int, len(b.files))
+	rs := make([]engine.Range, len(sel))
+	for j, i := range sel {
+		f := &b.files[i]
+		l := min(int64(footerTailRead), f.Size)
+		rs[j] = engine.Range{Path: f.Path, Off: f.Size - l, Len: int(l)}
+	}
+	parse := func(i int, r engine.Range, data []byte, err error) {
 		f := &b.files[i]
 		if err != nil {
 			errs[i] = err
@@ -684,21 +965,31 @@ func (b *builder) readFooters(ctx context.Context) error {
 			return
 		}
 		if nd > 0 {
+			limit := b.opts.MaxFooterSize
+			if limit <= 0 {
+				limit = defaultMaxFooter // a builder made without fill
+			}
+			if int64(nd-8) > limit {
+				errs[i] = &Error{Op: "footer", Path: f.Path, Off: f.Size - 8, Err: fmt.Errorf("%w: footer of %d bytes, more than Options.MaxFooterSize (%d)", ErrUnsupported, nd-8, limit)}
+				return
+			}
 			need[i] = nd
 			return
 		}
 		b.metas[i], errs[i] = extract(f.Path, f.Size, md, b.opts.Columns)
+		b.metas[i].sum = footerSum(data)
+		b.metas[i].flen = le32(data[len(data)-8:])
 	}
 	err := b.readBatch(ctx, rs, func(j int, data []byte, err error) { parse(sel[j], rs[j], data, err) })
 	if err != nil {
 		return err
 	}
-	var again []Range
+	var again []engine.Range
 	var idx []int
-	for i, nd := range need {
-		if nd > 0 && errs[i] == nil {
+	for _, i := range sel {
+		if nd := need[i]; nd > 0 && errs[i] == nil {
 			f := b.files[i]
-			again = append(again, Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
+			again = append(again, engine.Range{Path: f.Path, Off: f.Size - int64(nd), Len: nd})
 			idx = append(idx, i)
 		}
 	}
@@ -715,14 +1006,7 @@ func (b *builder) readFooters(ctx context.Context) error {
 			return err
 		}
 	}
-	for i := range errs {
-		if errs[i] != nil {
-			return errs[i]
-		}
-		b.files[i].NumRows = b.metas[i].numRows
-		b.files[i].NumRowGroups = len(b.metas[i].rgRows)
-	}
-	return nil
+	return firstErr(errs)
 }
 
 // readOffsetIndexes reads every projected chunk's offset index, coalescing
@@ -761,9 +1045,9 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 	if len(groups) == 0 {
 		return nil
 	}
-	rs := make([]Range, len(groups))
+	rs := make([]engine.Range, len(groups))
 	for i, g := range groups {
-		rs[i] = Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
+		rs[i] = engine.Range{Path: b.files[g.file].Path, Off: g.off, Len: int(g.end - g.off)}
 	}
 	errs := make([]error, len(groups))
 	err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {
@@ -893,11 +1177,11 @@ func (b *builder) walkHeaders(ctx context.Context) error {
 			ws = append(ws, &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, v1rows: b.metas[f].maxRep[k] == 0})
 		}
 	}
-	var rs []Range
+	var rs []engine.Range
 	for len(ws) > 0 {
 		rs = rs[:0]
 		for _, w := range ws {
-			rs = append(rs, Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
+			rs = append(rs, engine.Range{Path: b.files[b.fileOf(w.ci)].Path, Off: w.pos, Len: int(min(int64(w.readLen), w.end-w.pos))})
 		}
 		errs := make([]error, len(ws))
 		err := b.readBatch(ctx, rs, func(i int, data []byte, err error) {
@@ -1012,7 +1296,7 @@ func (b *builder) assemble() (*Index, error) {
 	ix.cols = make([]column, b.ncols)
 	for k := range ix.cols {
 		col := &ix.cols[k]
-		col.info = ColumnInfo{Path: first.paths[k], Descr: first.schema.Column(first.leaves[k]), Leaf: first.leaves[k]}
+		col.info = ColumnInfo{Path: first.paths[k]} // descriptors: attach
 		col.filePage = make([]int64, nf+1)
 		col.chunkPage = make([]int64, nrg+1)
 		col.chunks = make([]chunkMeta, nrg)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/pagefeed/pagefeed/codec"
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
@@ -145,11 +146,11 @@ func copyFrom(t *testing.T, src, dst string) {
 
 // failReader fails every read of one path.
 type failReader struct {
-	BatchReader
+	engine.BatchReader
 	path string
 }
 
-func (f failReader) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+func (f failReader) ReadBatch(ctx context.Context, rs []engine.Range, fn func(int, []byte, error)) error {
 	return f.BatchReader.ReadBatch(ctx, rs, func(i int, b []byte, err error) {
 		if rs[i].Path == f.path {
 			fn(i, nil, &Error{Op: "read", Path: f.path, Off: rs[i].Off, Err: errors.New("input/output error")})
@@ -161,7 +162,7 @@ func (f failReader) ReadBatch(ctx context.Context, rs []Range, fn func(int, []by
 
 func TestUnreadableFile(t *testing.T) {
 	files := genDataset(t, small(true, 1))
-	_, err := Build(context.Background(), files, Options{NoSidecar: true, Reader: failReader{&PreadReader{}, files[1]}, Logf: t.Logf})
+	_, err := Build(context.Background(), files, Options{NoSidecar: true, Reader: failReader{&engine.PreadReader{}, files[1]}, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), files[1]) || !strings.Contains(err.Error(), "input/output error") {
 		t.Fatalf("error %v does not name the unreadable file", err)
 	}

@@ -40,6 +40,10 @@ func sameLocations(t *testing.T, name string, a, b *Index) {
 		for c := 0; c < a.NumChunks(); c++ {
 			ca, cb := a.Chunk(k, c), b.Chunk(k, c)
 			ca.Source, cb.Source = 0, 0
+			if ca.Descr.String() != cb.Descr.String() {
+				t.Errorf("%s column %s chunk %d: descriptor %s vs %s", name, col, c, ca.Descr, cb.Descr)
+			}
+			ca.Descr, cb.Descr = nil, nil
 			if ca != cb {
 				t.Errorf("%s column %s chunk %d: %+v vs %+v", name, col, c, ca, cb)
 			}

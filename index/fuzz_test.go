@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apache/thrift/lib/go/thrift"
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
@@ -19,7 +20,7 @@ var fixtures = []string{"testdata/v1_pageindex_dict.parquet", "testdata/v2_nopag
 // memReader serves reads from memory.
 type memReader map[string][]byte
 
-func (m memReader) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+func (m memReader) ReadBatch(ctx context.Context, rs []engine.Range, fn func(int, []byte, error)) error {
 	for i, r := range rs {
 		b, ok := m[r.Path]
 		if !ok || r.Off < 0 || r.Off > int64(len(b)) {

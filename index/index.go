@@ -13,9 +13,9 @@
 // sums separately. A column chunk must be smaller than 4 GiB and hold fewer
 // than 2^32-1 rows (ErrUnsupported otherwise).
 //
-// Reads go through a BatchReader: by default an EngineReader over an
-// engine Build starts and closes (io_uring with O_DIRECT where possible,
-// else the engine's pread pool), or a PreadReader when no engine can start.
+// Reads go through the caller's engine.BatchReader (Options.Reader): the
+// engine package owns every byte-range read, and Build never starts an
+// engine; without a reader it reads with an engine.PreadReader.
 // All footers are read in one batch, then all offset indexes (nearby ones
 // of a file coalesced), then header-walk rounds that read every walked
 // chunk's next headers at once.
@@ -28,9 +28,20 @@
 // An Index is immutable after Build and safe for concurrent use.
 //
 // Build persists the index in a sidecar file keyed by every file's path,
-// size and modification time and by the projection, with a CRC-32C; a
-// sidecar that is stale, corrupt or of another version is rebuilt and
-// rewritten, never trusted, and Options.Logf says why.
+// size, modification time and footer hash and by the projection, with a
+// CRC-32C; a sidecar that is stale, corrupt or of another version is
+// rebuilt and rewritten, never trusted, and Options.Logf says why. It is
+// read only as a regular file (no symbolic link, FIFO or device) of a size
+// the dataset could need, and kept next to the dataset, or in the user's
+// cache directory when the dataset's directory is not writable.
+//
+// Files may declare the projected columns differently (REQUIRED or
+// OPTIONAL, logical annotations, leaf order; dictionary or plain and V1 or
+// V2 pages are per page anyway): the index keeps one descriptor per
+// distinct declaration and gives each chunk its own file's
+// (ChunkInfo.Descr). Files whose columns cannot be delivered together
+// (another physical type, fixed length or repetition level: a list in one,
+// a scalar in another) fail Build with an error naming both files.
 package index
 
 import (
@@ -68,12 +79,23 @@ type FileInfo struct {
 	NumRowGroups int
 	FirstRow     int64 // global row number of the file's first row
 	FirstChunk   int   // global chunk number of its first row group
+	// FooterHash is the hash of the file's footer that the sidecar's
+	// staleness check compares (FNV-1a 64 of its bytes): with Size, a
+	// content identity that survives a copy or a move, unlike Path and
+	// ModTime.
+	FooterHash uint64
 }
 
 // ColumnInfo describes one projected column (a leaf of the schema).
+//
+// Files may differ in how they declare a column (REQUIRED or OPTIONAL,
+// logical annotations, the leaf's position among other columns): Descr and
+// Leaf are the first file's. Decode a chunk with its own file's descriptor,
+// ChunkInfo.Descr or Index.Descr(k, file): another file's levels and
+// values are laid out by its own schema.
 type ColumnInfo struct {
 	Path  string         // dotted path, e.g. "input_ids.list.element"
-	Descr *schema.Column // arrow-go's descriptor, for decoding; from the first file
+	Descr *schema.Column // arrow-go's descriptor in the first file
 	Leaf  int            // leaf index in the first file's schema
 }
 
@@ -101,6 +123,10 @@ type ChunkInfo struct {
 	FirstRow   int64 // global row number
 	NumRows    int64
 	Source     Source
+	// Descr is the column's descriptor in this chunk's file, to decode
+	// the chunk with (files of one dataset may declare a column
+	// differently; see ColumnInfo).
+	Descr *schema.Column
 }
 
 // Stats summarises an Index and how it was built.
@@ -123,6 +149,9 @@ type Stats struct {
 	// Reused counts the files taken unchanged from a stale sidecar
 	// ("rebuilt"): only the others were read again.
 	Reused int
+	// Schemas counts the distinct declarations of the projected columns
+	// among the files (1 when every file declares them alike).
+	Schemas int
 }
 
 // rgInfo is one row group of one file: a global chunk number.
@@ -143,6 +172,15 @@ type chunkMeta struct {
 	source   Source
 }
 
+// schemaSet is one distinct declaration of the projected columns: the
+// descriptors of the first file that declares them so, shared by every
+// file that declares them alike, so that decoders keep one plan per
+// declaration rather than one per file.
+type schemaSet struct {
+	descr  []*schema.Column // per projected column
+	leaves []int            // leaf index in that file's schema
+}
+
 type column struct {
 	info      ColumnInfo
 	filePage  []int64 // len files+1: prefix sums of pages per file
@@ -160,8 +198,12 @@ type Index struct {
 	fileRG  []int32 // len files+1: file f's chunks are [fileRG[f], fileRG[f+1])
 	rgs     []rgInfo
 	cols    []column
-	columns []string // the projection as requested (sidecar key)
-	walk    bool     // built with Options.HeaderWalk (sidecar key)
+	fileSch []int32     // per file: its entry in schemas
+	schemas []schemaSet // distinct declarations, first file's first
+	footSum []uint64    // per file: hash of its footer (sidecar staleness)
+	footLen []uint32    // per file: its footer's length (sidecar loads)
+	columns []string    // the projection as requested (sidecar key)
+	walk    bool        // built with Options.HeaderWalk (sidecar key)
 	stats   Stats
 }
 
@@ -169,13 +211,26 @@ type Index struct {
 func (ix *Index) NumFiles() int { return len(ix.files) }
 
 // File returns file i's description.
-func (ix *Index) File(i int) FileInfo { return ix.files[i] }
+func (ix *Index) File(i int) FileInfo {
+	f := ix.files[i]
+	if i < len(ix.footSum) {
+		f.FooterHash = ix.footSum[i]
+	}
+	return f
+}
 
 // NumColumns returns the number of projected columns.
 func (ix *Index) NumColumns() int { return len(ix.cols) }
 
 // Column returns projected column k.
 func (ix *Index) Column(k int) ColumnInfo { return ix.cols[k].info }
+
+// Descr returns projected column k's descriptor in file f's schema: the one
+// to decode f's chunks with.
+func (ix *Index) Descr(k, f int) *schema.Column { return ix.schemas[ix.fileSch[f]].descr[k] }
+
+// Leaf returns projected column k's leaf index in file f's schema.
+func (ix *Index) Leaf(k, f int) int { return ix.schemas[ix.fileSch[f]].leaves[k] }
 
 // NumChunks returns the number of column chunks per projected column (the
 // number of row groups of all files).
@@ -206,7 +261,17 @@ func (ix *Index) Chunk(k, c int) ChunkInfo {
 		FirstRow:   rg.firstRow,
 		NumRows:    rg.numRows,
 		Source:     m.source,
+		Descr:      ix.descr(k, int(rg.file)),
 	}
+}
+
+// descr is Descr, or nil before the descriptors are attached (a sidecar
+// just decoded).
+func (ix *Index) descr(k, f int) *schema.Column {
+	if f >= len(ix.fileSch) || int(ix.fileSch[f]) >= len(ix.schemas) {
+		return nil
+	}
+	return ix.schemas[ix.fileSch[f]].descr[k]
 }
 
 // upper returns the largest i in [lo, hi) with a[i] <= v, given a sorted
@@ -262,7 +327,10 @@ func (ix *Index) Locate(k int, g int) Loc {
 
 // ResidentBytes returns the memory the index holds, in bytes.
 func (ix *Index) ResidentBytes() int64 {
-	n := int64(len(ix.files))*(8*8) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
+	n := int64(len(ix.files))*(8*8+4+8+4) + int64(len(ix.fileRG))*4 + int64(len(ix.rgs))*40
+	for _, s := range ix.schemas {
+		n += int64(len(s.descr)) * 16 // the descriptors' trees are arrow-go's
+	}
 	for i := range ix.cols {
 		c := &ix.cols[i]
 		n += int64(len(c.filePage)+len(c.chunkPage))*8 + int64(len(c.chunks))*32
@@ -276,3 +344,29 @@ func (ix *Index) ResidentBytes() int64 {
 
 // Stats reports counts and how the index was built.
 func (ix *Index) Stats() Stats { return ix.stats }
+
+// PageRows returns the rows that start in each page of projected column
+// k (Loc.NumRows of every page, -1 where unknown), in one pass.
+func (ix *Index) PageRows(k int) []int32 {
+	col := &ix.cols[k]
+	out := make([]int32, col.chunkPage[len(col.chunkPage)-1])
+	for c := range ix.rgs {
+		lo, hi := col.chunkPage[c], col.chunkPage[c+1]
+		for g := lo; g < hi; g++ {
+			end := ix.rgs[c].numRows
+			if g+1 < hi {
+				end = int64(col.row[g+1])
+			}
+			if col.row[g] == rowUnknown || (g+1 < hi && col.row[g+1] == rowUnknown) {
+				out[g] = -1
+				continue
+			}
+			out[g] = int32(end - int64(col.row[g]))
+		}
+	}
+	return out
+}
+
+// PageSizes returns the size (header and body) of each page of projected
+// column k, in one pass.
+func (ix *Index) PageSizes(k int) []uint32 { return append([]uint32(nil), ix.cols[k].size...) }

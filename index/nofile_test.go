@@ -22,11 +22,11 @@ import (
 // per pass, as before the budget.
 const unbounded = 1 << 20
 
-// fileCounter is a BatchReader that records the most files one call names
+// fileCounter is a engine.BatchReader that records the most files one call names
 // and, with fds set, the most descriptors the process holds while a call's
 // callbacks run (every file of a call is open until it returns).
 type fileCounter struct {
-	inner BatchReader
+	inner engine.BatchReader
 	fds   bool
 
 	mu       sync.Mutex
@@ -35,7 +35,7 @@ type fileCounter struct {
 	peakFDs  int
 }
 
-func (c *fileCounter) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+func (c *fileCounter) ReadBatch(ctx context.Context, rs []engine.Range, fn func(int, []byte, error)) error {
 	names := map[string]bool{}
 	for _, r := range rs {
 		names[r.Path] = true
@@ -106,15 +106,15 @@ func TestMaxOpenFilesSameIndex(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		opts   Options
-		reader func() BatchReader
+		reader func() engine.BatchReader
 		tail   int // footerTailRead; small forces the footer re-read pass
 	}{
-		{name: "default", reader: func() BatchReader { return nil }},
-		{name: "pread", reader: func() BatchReader { return &PreadReader{} }},
-		{name: "caller", reader: func() BatchReader { return &fileCounter{inner: &PreadReader{Parallelism: 4}} }},
-		{name: "footer-reread", reader: func() BatchReader { return nil }, tail: 256},
-		{name: "header-walk", reader: func() BatchReader { return &PreadReader{} }, opts: Options{HeaderWalk: true, WalkReadSize: 1024}},
-		{name: "columns", reader: func() BatchReader { return nil }, opts: Options{Columns: []string{"input_ids"}}},
+		{name: "default", reader: func() engine.BatchReader { return nil }},
+		{name: "pread", reader: func() engine.BatchReader { return &engine.PreadReader{} }},
+		{name: "caller", reader: func() engine.BatchReader { return &fileCounter{inner: &engine.PreadReader{Parallelism: 4}} }},
+		{name: "footer-reread", reader: func() engine.BatchReader { return nil }, tail: 256},
+		{name: "header-walk", reader: func() engine.BatchReader { return &engine.PreadReader{} }, opts: Options{HeaderWalk: true, WalkReadSize: 1024}},
+		{name: "columns", reader: func() engine.BatchReader { return nil }, opts: Options{Columns: []string{"input_ids"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.tail > 0 {
@@ -165,15 +165,15 @@ func TestMaxOpenFilesSameError(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		walk       bool
-		breakFiles func(t *testing.T, files []string) (first string, r BatchReader)
+		breakFiles func(t *testing.T, files []string) (first string, r engine.BatchReader)
 	}{
-		{name: "footer", breakFiles: func(t *testing.T, files []string) (string, BatchReader) {
+		{name: "footer", breakFiles: func(t *testing.T, files []string) (string, engine.BatchReader) {
 			for _, f := range []string{files[16], files[5]} {
 				overwrite(t, f, -4, []byte("XXXX"))
 			}
 			return files[5], nil
 		}},
-		{name: "offset-index", breakFiles: func(t *testing.T, files []string) (string, BatchReader) {
+		{name: "offset-index", breakFiles: func(t *testing.T, files []string) (string, engine.BatchReader) {
 			for _, f := range []string{files[14], files[6]} { // files with offset indexes
 				b, err := os.ReadFile(f)
 				if err != nil {
@@ -184,9 +184,9 @@ func TestMaxOpenFilesSameError(t *testing.T) {
 			}
 			return files[6], nil
 		}},
-		{name: "header-walk-read", walk: true, breakFiles: func(t *testing.T, files []string) (string, BatchReader) {
+		{name: "header-walk-read", walk: true, breakFiles: func(t *testing.T, files []string) (string, engine.BatchReader) {
 			// the walk's reads, not the footers' (whole files here)
-			return files[4], multiFail{&PreadReader{}, map[string]bool{files[4]: true, files[11]: true}, 1024}
+			return files[4], multiFail{&engine.PreadReader{}, map[string]bool{files[4]: true, files[11]: true}, 1024}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,12 +213,12 @@ func TestMaxOpenFilesSameError(t *testing.T) {
 
 // multiFail fails every read of at most maxLen bytes of the paths in fail.
 type multiFail struct {
-	BatchReader
+	engine.BatchReader
 	fail   map[string]bool
 	maxLen int
 }
 
-func (m multiFail) ReadBatch(ctx context.Context, rs []Range, fn func(int, []byte, error)) error {
+func (m multiFail) ReadBatch(ctx context.Context, rs []engine.Range, fn func(int, []byte, error)) error {
 	return m.BatchReader.ReadBatch(ctx, rs, func(i int, b []byte, err error) {
 		if m.fail[rs[i].Path] && rs[i].Len <= m.maxLen {
 			fn(i, nil, &Error{Op: "read", Path: rs[i].Path, Off: rs[i].Off, Err: errors.New("input/output error")})
@@ -257,15 +257,15 @@ func TestMaxOpenFilesPeakDescriptors(t *testing.T) {
 		t.Skip("no /proc/self/fd")
 	}
 	files := mixedDataset(t)
-	er, err := NewEngineReader(engine.Options{QueueDepth: 64, Logf: t.Logf})
+	er, err := engine.StartRangeReader(engine.Options{QueueDepth: 64, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer er.Close()
 	for _, rd := range []struct {
 		name string
-		r    BatchReader
-	}{{"pread", &PreadReader{}}, {"engine", er}} {
+		r    engine.BatchReader
+	}{{"pread", &engine.PreadReader{}}, {"engine", er}} {
 		t.Run(rd.name, func(t *testing.T) {
 			for _, opts := range []Options{{}, {HeaderWalk: true, WalkReadSize: 1024}} {
 				build(t, files, Options{Reader: rd.r, HeaderWalk: opts.HeaderWalk}) // warm: lazily made descriptors
@@ -357,7 +357,7 @@ func TestManyFilesLowNofile(t *testing.T) {
 		t.Logf("%s: %d files, %d pages (%s)", name, ix.NumFiles(), ix.Stats().Pages, ix.Stats().BuildTime.Round(time.Millisecond))
 	}
 	check("default", build(t, paths, Options{}))
-	check("pread", build(t, paths, Options{Reader: &PreadReader{}}))
+	check("pread", build(t, paths, Options{Reader: &engine.PreadReader{}}))
 	check("header walk", build(t, paths, Options{HeaderWalk: true}))
 	for _, want := range []string{"written", "hit"} { // Options{} but for Logf
 		ix, err := Build(t.Context(), paths, Options{Logf: t.Logf})
@@ -384,8 +384,8 @@ func BenchmarkBuildMaxOpenFiles(b *testing.B) {
 	files := benchDataset(b, "oi1000", 1000, true)
 	for _, rd := range []struct {
 		name string
-		r    BatchReader
-	}{{"default", nil}, {"pread", &PreadReader{}}} {
+		r    engine.BatchReader
+	}{{"default", nil}, {"pread", &engine.PreadReader{}}} {
 		for _, budget := range []int{unbounded, 256} {
 			name := fmt.Sprintf("%s/files=%d", rd.name, budget)
 			if budget == unbounded {

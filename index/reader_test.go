@@ -1,23 +1,16 @@
 package index
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"math/rand"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/pagefeed/pagefeed/engine"
 )
 
-// readers returns every BatchReader implementation, closed at cleanup.
-func readers(t *testing.T) map[string]BatchReader {
+// readers returns every engine.BatchReader implementation, closed at cleanup.
+func readers(t *testing.T) map[string]engine.BatchReader {
 	t.Helper()
-	out := map[string]BatchReader{"pread": &PreadReader{Parallelism: 3}}
-	er, err := NewEngineReader(engine.Options{Logf: t.Logf, SlotSize: 8192})
+	out := map[string]engine.BatchReader{"pread": &engine.PreadReader{Parallelism: 3}}
+	er, err := engine.StartRangeReader(engine.Options{Logf: t.Logf, SlotSize: 8192})
 	if err != nil {
 		t.Logf("engine reader unavailable: %v", err)
 		return out
@@ -26,76 +19,6 @@ func readers(t *testing.T) map[string]BatchReader {
 	out["engine"] = er
 	t.Logf("engine: %+v", er.Info())
 	return out
-}
-
-func TestBatchReaders(t *testing.T) {
-	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(1))
-	contents := map[string][]byte{}
-	for _, name := range []string{"a", "b", "c"} {
-		b := make([]byte, 10000+rng.Intn(50000))
-		rng.Read(b)
-		p := filepath.Join(dir, name)
-		os.WriteFile(p, b, 0o644)
-		contents[p] = b
-	}
-	missing := filepath.Join(dir, "missing")
-	var rs []Range
-	paths := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")}
-	for i := 0; i < 300; i++ {
-		p := paths[rng.Intn(3)]
-		size := len(contents[p])
-		off := rng.Intn(size)
-		n := 1 + rng.Intn(20000) // some longer than the engine slot, some past EOF
-		rs = append(rs, Range{Path: p, Off: int64(off), Len: n})
-	}
-	rs = append(rs, Range{Path: missing, Off: 0, Len: 10})
-	for name, r := range readers(t) {
-		t.Run(name, func(t *testing.T) {
-			var mu sync.Mutex
-			calls := make([]int, len(rs))
-			err := r.ReadBatch(context.Background(), rs, func(i int, data []byte, err error) {
-				mu.Lock()
-				calls[i]++
-				mu.Unlock()
-				rg := rs[i]
-				if rg.Path == missing {
-					if err == nil || !errors.Is(err, os.ErrNotExist) {
-						t.Errorf("missing file: err %v", err)
-					}
-					return
-				}
-				if err != nil {
-					t.Errorf("range %d: %v", i, err)
-					return
-				}
-				want := contents[rg.Path][rg.Off:min(int(rg.Off)+rg.Len, len(contents[rg.Path]))]
-				if !bytes.Equal(data, want) {
-					t.Errorf("range %d %+v: got %d bytes, want %d", i, rg, len(data), len(want))
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, c := range calls {
-				if c != 1 {
-					t.Fatalf("range %d reported %d times", i, c)
-				}
-			}
-			// a cancelled context still reports every range
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			n := 0
-			r.ReadBatch(ctx, rs[:20], func(i int, data []byte, err error) {
-				mu.Lock()
-				n++
-				mu.Unlock()
-			})
-			if n != 20 {
-				t.Errorf("cancelled batch reported %d of 20", n)
-			}
-		})
-	}
 }
 
 // TestBuildReadersAgree builds the same index through every reader.

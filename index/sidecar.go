@@ -1,20 +1,22 @@
 package index
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
+	"golang.org/x/sys/unix"
 )
 
 // Sidecar format, little endian:
@@ -22,13 +24,27 @@ import (
 //	"PFIX" | version u32 | body | crc32c(everything before) u32
 //
 // body: the key (requested columns, header-walk flag, every file's path,
-// size, mtime and row counts) then the index's arrays. Strings are a
-// uvarint length and bytes. Any change to the layout bumps sidecarVersion.
+// size, mtime, footer hash and length, declaration number and row
+// counts) then the index's arrays.
+// Strings are a uvarint length and bytes. Any change to the layout bumps
+// sidecarVersion.
 const (
 	sidecarMagic   = "PFIX"
-	sidecarVersion = 1
+	sidecarVersion = 2
 	sidecarPrefix  = ".pagefeed-"
 )
+
+// footerSum hashes the footer at the end of tail (the file's last bytes,
+// holding at least the whole footer and its 8-byte trailer): the sidecar's
+// staleness check compares it, besides path, size and mtime, so that a file
+// rewritten in place with its size and mtime kept is indexed again.
+func footerSum(tail []byte) uint64 {
+	n := len(tail)
+	flen := int(le32(tail[n-8:]))
+	h := fnv.New64a()
+	h.Write(tail[n-8-flen:])
+	return h.Sum64()
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -85,10 +101,13 @@ func encodeSidecar(ix *Index) []byte {
 		e.u8(0)
 	}
 	e.uv(uint64(len(ix.files)))
-	for _, f := range ix.files {
+	for i, f := range ix.files {
 		e.str(f.Path)
 		e.i64(f.Size)
 		e.i64(f.ModTime.UnixNano())
+		e.i64(int64(ix.footSum[i]))
+		e.u32(ix.footLen[i])
+		e.uv(uint64(ix.fileSch[i]))
 		e.uv(uint64(f.NumRowGroups))
 	}
 	e.uv(uint64(len(ix.rgs)))
@@ -115,16 +134,30 @@ func encodeSidecar(ix *Index) []byte {
 	return e.b
 }
 
-func writeSidecar(path string, ix *Index) error {
+// writeSidecar writes ix to path through a temporary file renamed over it.
+// The file is created with mode 0666 less the process's umask, as any
+// file a program writes, and its directory is created first (mode 0700
+// for the user's cache directory, as XDG asks).
+func writeSidecar(path string, ix *Index, mkdir bool) error {
+	if mkdir {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+	}
 	b := encodeSidecar(ix)
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	var tmp *os.File
+	var err error
+	for try := 0; try < 100; try++ {
+		name := fmt.Sprintf("%s.tmp%08x", path, rand.Uint32())
+		tmp, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
 	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -135,6 +168,97 @@ func writeSidecar(path string, ix *Index) error {
 		os.Remove(tmp.Name())
 	}
 	return err
+}
+
+// readSidecarFile reads the sidecar at path: opened without following a
+// symbolic link and without blocking (a FIFO at its name would block an
+// open for reading), and read only when it is a regular file of at most
+// limit bytes.
+func readSidecarFile(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%w: %s is a symbolic link", ErrSidecar, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrSidecar, path, st.Mode().Type())
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%w: %s has %d bytes, more than a sidecar of this dataset can need (%d)", ErrSidecar, path, st.Size(), limit)
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrSidecar, path, err)
+	}
+	return b, nil
+}
+
+// sidecarLimit bounds the size of a sidecar for files: its page entries
+// (12 bytes) and chunk entries (26 bytes per column) each stand for at
+// least as many bytes of page headers and footer in the files, and its
+// per-file entries for a path and 34 bytes.
+func sidecarLimit(files []FileInfo, columns []string) int64 {
+	n := int64(1 << 20)
+	for _, c := range columns {
+		n += int64(len(c)) + 10
+	}
+	for _, f := range files {
+		n += 64 + int64(len(f.Path)) + 4*max(f.Size, 0)
+	}
+	return n
+}
+
+// sidecarPaths returns where Build looks for the sidecar of the dataset
+// names (in order, the first that exists is read) and where it writes one.
+//
+// Options.Sidecar names the file; else Options.SidecarDir holds it; else
+// it lies next to the dataset (SidecarPath), unless the dataset's
+// directory is not writable (a shared, read-only dataset): then it is kept
+// in the user's cache directory ($XDG_CACHE_HOME/pagefeed, by default
+// ~/.cache/pagefeed), and one next to the dataset is read when the cache
+// holds none. Sidecars outside the dataset are named by the files'
+// absolute paths. mkdir says to create the written one's directory.
+func sidecarPaths(names []string, opts Options) (look []string, write string, mkdir bool) {
+	if opts.Sidecar != "" {
+		return []string{opts.Sidecar}, opts.Sidecar, false
+	}
+	elsewhere := func(dir string) string {
+		abs := make([]string, len(names))
+		for i, n := range names {
+			if a, err := filepath.Abs(n); err == nil {
+				n = a
+			}
+			abs[i] = n
+		}
+		return filepath.Join(dir, filepath.Base(SidecarPath(abs, opts.Columns)))
+	}
+	if opts.SidecarDir != "" {
+		p := elsewhere(opts.SidecarDir)
+		return []string{p}, p, true
+	}
+	next := SidecarPath(names, opts.Columns)
+	if dirWritable(filepath.Dir(next)) {
+		return []string{next}, next, false
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return []string{next}, next, false
+	}
+	p := elsewhere(filepath.Join(cache, "pagefeed"))
+	return []string{p, next}, p, true
+}
+
+// dirWritable reports whether files can be created in dir. A variable for
+// tests, which run as root where permissions do not stop writes.
+var dirWritable = func(dir string) bool {
+	return unix.Access(dir, unix.W_OK) == nil
 }
 
 type dec struct {
@@ -255,14 +379,27 @@ func decodeSidecar(b []byte) (*Index, error) {
 		ix.columns = append(ix.columns, d.str())
 	}
 	ix.walk = d.u8() == 1
-	nf := d.count(18)
+	nf := d.count(31)
 	ix.files = make([]FileInfo, nf)
+	ix.footSum = make([]uint64, nf)
+	ix.footLen = make([]uint32, nf)
+	ix.fileSch = make([]int32, nf)
+	nsch := uint64(0)
 	ix.fileRG = make([]int32, nf+1)
 	for i := range ix.files {
 		f := &ix.files[i]
 		f.Path = d.str()
 		f.Size = d.i64()
 		f.ModTime = time.Unix(0, d.i64())
+		ix.footSum[i] = uint64(d.i64())
+		ix.footLen[i] = d.u32()
+		// declarations are numbered in order of first appearance
+		sch := d.uv()
+		if sch > nsch || int64(ix.footLen[i]) > f.Size-12 {
+			return nil, fmt.Errorf("%w: file %d: footer of %d bytes, declaration %d", ErrSidecar, i, ix.footLen[i], sch)
+		}
+		ix.fileSch[i] = int32(sch)
+		nsch = max(nsch, sch+1)
 		nrg := d.uv()
 		if nrg > math.MaxInt32-uint64(ix.fileRG[i]) {
 			return nil, fmt.Errorf("%w: row group count", ErrSidecar)
@@ -364,11 +501,13 @@ func decodeSidecar(b []byte) (*Index, error) {
 	return ix, nil
 }
 
-// loadSidecar returns the index stored at path if it matches files and
-// opts. status is "written" when there is no sidecar and "rebuilt" when
-// there is one that cannot be used (err says why).
-func loadSidecar(ctx context.Context, path string, files []FileInfo, opts Options) (ix *Index, status string, err error) {
-	b, err := os.ReadFile(path)
+// loadSidecar reads the sidecar at path and checks it is sound and for
+// this projection. status is "written" when there is none and "rebuilt"
+// when there is one that cannot be used (err says why). Whether its files
+// are unchanged is the builder's check (reuseFrom, checkReuse), which
+// reads every footer anyway, for the descriptors.
+func loadSidecar(path string, files []FileInfo, opts Options) (ix *Index, status string, err error) {
+	b, err := readSidecarFile(path, sidecarLimit(files, opts.Columns))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "written", err
 	}
@@ -382,34 +521,7 @@ func loadSidecar(ctx context.Context, path string, files []FileInfo, opts Option
 	if !equalStrings(ix.columns, opts.Columns) || ix.walk != opts.HeaderWalk {
 		return nil, "rebuilt", fmt.Errorf("%w: written for another projection", ErrSidecar)
 	}
-	// From here on the sidecar is sound and for this projection: a stale
-	// one is returned with its error so that Build can reuse the files
-	// that did not change.
-	if len(ix.files) != len(files) {
-		return ix, "rebuilt", fmt.Errorf("%w: written for %d files, now %d", ErrSidecar, len(ix.files), len(files))
-	}
-	for i, f := range files {
-		s := &ix.files[i]
-		if s.Path != f.Path || s.Size != f.Size || !s.ModTime.Equal(f.ModTime) {
-			return ix, "rebuilt", fmt.Errorf("%w: %s changed since it was indexed (size %d→%d, mtime %s→%s)", ErrSidecar, f.Path, s.Size, f.Size, s.ModTime.Format(time.RFC3339Nano), f.ModTime.Format(time.RFC3339Nano))
-		}
-		s.ModTime = f.ModTime // keep the location of the live stat
-	}
-	// Column descriptors come from the first file's footer.
-	b0 := &builder{opts: opts, files: []FileInfo{files[0]}}
-	if err := b0.readFooters(ctx); err != nil {
-		return nil, "rebuilt", err
-	}
-	m := &b0.metas[0]
-	if !equalStrings(m.paths, colPaths(ix)) {
-		return nil, "rebuilt", fmt.Errorf("%w: projection resolves to other columns", ErrSidecar)
-	}
-	for k := range ix.cols {
-		ix.cols[k].info.Descr = m.schema.Column(m.leaves[k])
-		ix.cols[k].info.Leaf = m.leaves[k]
-	}
-	ix.stats.ResidentBytes = ix.ResidentBytes()
-	return ix, "hit", nil
+	return ix, "", nil
 }
 
 func colPaths(ix *Index) []string {

@@ -8,8 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxSetCPU is one past the largest CPU unix.CPUSet can hold.
-const maxSetCPU = len(unix.CPUSet{}) * 64
+// maxSetCPU (check.go) is what unix.CPUSet holds: a compile error here
+// if they ever differ.
+var _ = [1]struct{}{}[maxSetCPU-len(unix.CPUSet{})*64]
 
 // Apply restricts the calling OS thread to cpus with sched_setaffinity.
 //
@@ -22,14 +23,11 @@ const maxSetCPU = len(unix.CPUSet{}) * 64
 // kernel fails the call (EINVAL) when none of them is online or allowed
 // by the process's cpuset.
 func Apply(cpus []int) error {
-	if len(cpus) == 0 {
-		return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: empty", ErrBadCPUSet)}
+	if err := CheckCPUs(cpus); err != nil {
+		return err
 	}
 	var set unix.CPUSet
 	for _, c := range cpus {
-		if c < 0 || c >= maxSetCPU {
-			return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: cpu %d outside [0, %d)", ErrBadCPUSet, c, maxSetCPU)}
-		}
 		set.Set(c)
 	}
 	// pid 0 is the calling thread, not the whole process.

@@ -2,10 +2,7 @@
 
 package pin
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // errNoAffinity is what Apply and Current return outside Linux: thread
 // affinity goes through sched_setaffinity, which only Linux has.
@@ -13,8 +10,8 @@ var errNoAffinity = errors.New("pin: thread affinity needs Linux")
 
 // Apply fails outside Linux; see the Linux build for its contract.
 func Apply(cpus []int) error {
-	if len(cpus) == 0 {
-		return &Error{Op: "sched_setaffinity", Off: -1, Err: fmt.Errorf("%w: empty", ErrBadCPUSet)}
+	if err := CheckCPUs(cpus); err != nil {
+		return err
 	}
 	return &Error{Op: "sched_setaffinity", Off: -1, Err: errNoAffinity}
 }

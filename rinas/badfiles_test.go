@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -122,7 +124,16 @@ func TestBadFilesLoaderPageFlips(t *testing.T) {
 			pos := loc.Offset + r.Int64N(int64(loc.Size))
 			b[pos] ^= 1 << r.IntN(8)
 		}
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Bit rot keeps the size and mtime: the identity check passes and
+		// the pages' own checks must catch it.
+		if err := os.Chtimes(path, st.ModTime(), st.ModTime()); err != nil {
 			t.Fatal(err)
 		}
 		for _, skip := range []bool{false, true} {
@@ -159,9 +170,9 @@ func TestBadFilesLoaderPageFlips(t *testing.T) {
 
 // TestBadFilesLoaderFileChanges changes a file between indexing and
 // reading (the index was built on the old one): it shrinks, grows, is
-// removed, or is replaced by a directory. Growth is harmless; the others
-// fail the epoch with an error naming the file, in time, or are skipped
-// under SkipBadPages.
+// removed, or is replaced by a directory. Each fails the epoch with an
+// error naming the file, in time: a file whose size or mtime differs from
+// the index's is not the one indexed, growth included.
 func TestBadFilesLoaderFileChanges(t *testing.T) {
 	src := manyPages(t)
 	for _, tc := range []struct {
@@ -187,7 +198,7 @@ func TestBadFilesLoaderFileChanges(t *testing.T) {
 			}
 			f.Write(make([]byte, 1<<20))
 			f.Close()
-		}, true},
+		}, false},
 		{"disappears", func(t *testing.T, p string) {
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
@@ -295,5 +306,89 @@ func TestBadFilesLoaderPermission(t *testing.T) {
 	}
 	if _, err := runWithin(t, baseConfig(ds, "id"), nil); err == nil || !errors.Is(err, os.ErrPermission) || !strings.Contains(err.Error(), victim) {
 		t.Fatalf("unreadable: %v, want a permission error naming %s", err, victim)
+	}
+}
+
+// TestBadFilesLoaderShrinksUnderARead: a file that shrinks while the
+// engine has a read of it in flight (the read's rest then finds nothing:
+// engine.ErrChanged) is the corruption a file that shrank before its read
+// is: the epoch fails with ErrFileChanged naming the file, or, with
+// SkipBadPages, its pages are skipped and every other row arrives once.
+func TestBadFilesLoaderShrinksUnderARead(t *testing.T) {
+	src := manyPages(t)
+	for _, skip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skip=%v", skip), func(t *testing.T) {
+			ds := copyDataset(t, src)
+			victim := ds.paths[1]
+			var once sync.Once
+			cfg := baseConfig(ds, "id")
+			cfg.SkipBadPages = skip
+			cfg.Engine.Faults = engine.FaultFunc(func(f *engine.File, _ int64, _, res int) int {
+				if f.Path() != victim || res <= 1 {
+					return res
+				}
+				shrunk := false
+				once.Do(func() {
+					if err := os.Truncate(victim, 100); err != nil {
+						t.Error(err)
+					}
+					shrunk = true
+				})
+				if shrunk {
+					return 1 // a short first attempt: the rest is read from the shrunk file
+				}
+				return res
+			})
+			ids, err := runWithin(t, cfg, nil)
+			if skip {
+				if err != nil {
+					t.Fatalf("SkipBadPages: %v", err)
+				}
+				seen := make(map[int64]bool, len(ids))
+				for _, id := range ids {
+					if seen[id] {
+						t.Fatalf("id %d delivered twice", id)
+					}
+					seen[id] = true
+				}
+				if int64(len(ids)) >= ds.rows {
+					t.Fatalf("%d of %d rows with the victim's pages gone", len(ids), ds.rows)
+				}
+				return
+			}
+			if err == nil || !IsCorruption(err) || !errors.Is(err, ErrFileChanged) || !errors.Is(err, engine.ErrChanged) || !strings.Contains(err.Error(), victim) {
+				t.Fatalf("error %v: want ErrFileChanged (a corruption) wrapping engine.ErrChanged, naming %s", err, victim)
+			}
+		})
+	}
+}
+
+// TestDirectReaderFileShrinks: ordered fetch's synchronous reads report a
+// file that shrank after they opened it (engine.ErrChanged) as the
+// corruption ErrFileChanged naming the file and the page's offset, as the
+// queued reads do; a file that was already short says so too.
+func TestDirectReaderFileShrinks(t *testing.T) {
+	ds := copyDataset(t, manyPages(t))
+	victim := ds.paths[0]
+	st, err := os.Stat(victim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newDirectReader(8192, engine.TryOn)
+	defer r.close()
+	if _, _, err := r.read(victim, 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(victim, 100); err != nil {
+		t.Fatal(err)
+	}
+	off := st.Size() / 2
+	_, _, err = r.read(victim, off, 1000)
+	var pe *PageError
+	if !errors.Is(err, ErrFileChanged) || !errors.Is(err, engine.ErrChanged) || !IsCorruption(err) || !errors.As(err, &pe) || pe.Path != victim || pe.Off != off {
+		t.Fatalf("read of a shrunk file: %v; want ErrFileChanged wrapping engine.ErrChanged at %s:%d", err, victim, off)
+	}
+	if _, err := preadFile(victim, off, 1000); !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), victim) {
+		t.Fatalf("preadFile of a short file: %v", err)
 	}
 }

@@ -33,8 +33,9 @@ type Column struct {
 type Batch struct {
 	Epoch uint64
 	// Columns holds the rows (arrow output), one entry per projected
-	// column in projection order: one chunk per page (in arrival order)
-	// when batches are pages, one chunk of BatchRows rows otherwise.
+	// column in projection order: one chunk per page of the lead column
+	// (Config.LeadColumn), in arrival order, when batches are pages; one
+	// chunk of BatchRows rows otherwise.
 	Columns []Column
 	// Arrays is Columns[0].Arrays, the first projected column's chunks
 	// (nil when Columns is empty).
@@ -50,8 +51,21 @@ type Batch struct {
 	// output), in a 4096-byte-aligned, mlock'ed buffer; Fill is the share
 	// of it holding document tokens and EOS rather than padding.
 	Tokens []int32
-	SeqLen int
-	Fill   float64
+	// Tokens64 is the same matrix as int64 (Config.Tokens64; Tokens is
+	// then nil).
+	Tokens64 []int64
+	SeqLen   int
+	Fill     float64
+	// PositionIDs holds each token's position within its segment, and
+	// CuSeqlens the segments' cumulative ends over the flattened matrix
+	// from 0 (cu_seqlens for padding-free attention): a segment ends after
+	// every EOS, at every row's end and where padding starts, so a row's
+	// segments sum to SeqLen and position ids restart at each document.
+	// LossMask is 1 for document tokens and EOS, 0 for padding. All three
+	// belong to the loader until Release (tokens output).
+	PositionIDs []int32
+	CuSeqlens   []int32
+	LossMask    []uint8
 
 	released atomic.Bool
 	free     func()

@@ -104,10 +104,21 @@ func (o Output) String() string {
 // Config configures a Loader. Zero fields take the defaults that fill
 // documents.
 type Config struct {
-	// Paths are Parquet files, directories or globs; Columns the projection
-	// (one leaf column: the loader reads one column; default the first leaf).
+	// Paths are Parquet files, directories or globs; Columns the projection:
+	// leaf columns by dotted path, a name that is not a leaf standing for
+	// all the leaves under it (default the first leaf). Every batch carries
+	// every projected column, row-aligned (see Batch.Columns).
 	Paths   []string
 	Columns []string
+	// LeadColumn, with several columns, is the column whose pages define
+	// the epoch's row spans (page, stream and no shuffle: one lead page;
+	// row shuffle: one row; rowgroup: one row group); the other columns
+	// read the pages that overlap each span. It must be projected, and
+	// its pages' first rows must be known (an offset index, or a header
+	// walk of a flat column or of V2 pages) unless the shuffle is
+	// rowgroup. Default: the projected column with the most bytes among
+	// those.
+	LeadColumn string
 
 	Shuffle Shuffle
 	// BatchPages is the fetch unit: the number of pages (row mode: rows;
@@ -123,6 +134,21 @@ type Config struct {
 	// full. 0 turns it off, except in stream mode (default 8192 there).
 	BufferRows int
 	Fetch      Fetch
+	// CoalesceBytes merges the reads of pages of one column chunk that a
+	// unit reads together (a row group's pages, a span's pages of another
+	// column, a page and its continuation) into one request when they are
+	// adjacent or at most 4 KiB apart, up to this many bytes per request
+	// (Meta's DPP coalesces up to about 1.25 MiB). When units can read
+	// several pages of a chunk, read slots grow to hold a coalesced run
+	// (up to 8 of the largest page). Default 1.25 MiB; negative turns
+	// coalescing off. With SharedEngine a run is at most the largest page.
+	CoalesceBytes int
+	// SideCacheBytes bounds the decoded pages of the projected columns
+	// other than the lead that are held for the next spans that need
+	// them (several columns only; counted against MemoryLimit): a side
+	// page usually covers several lead pages' rows. Default 64 MiB;
+	// negative turns it off (each span then reads its side pages).
+	SideCacheBytes int64
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed
 	// columns (each batch ahead holds its read slots, and a smaller set of
@@ -141,14 +167,63 @@ type Config struct {
 	// $LOCAL_RANK as torchrun sets them (else rank 0 of 1).
 	Rank, World, LocalRank int
 
+	// DropLast, PadLast and KeepUneven say how an epoch that does not
+	// divide evenly is shared out, so that every rank takes the same
+	// number of steps (a rank that stops early leaves the others waiting
+	// in a collective forever). At most one may be set; with none set,
+	// DropLast is the default for World > 1 and KeepUneven for World 1.
+	//
+	// DropLast leaves out the epoch's last units that cannot be spread
+	// evenly: page batches give every rank ⌊units/World⌋ units; row
+	// batches (BatchRows) give every rank the same number of full batches,
+	// the most the rank with the fewest rows can fill, and each rank stops
+	// taking in units there (the unit at the cut delivers only the rows
+	// needed). Stats.DroppedRows counts what this rank left out, and Open
+	// logs it.
+	//
+	// PadLast instead repeats units from the start of the epoch's order,
+	// as PyTorch's DistributedSampler pads: page batches give every rank
+	// ⌈units/World⌉ units; row batches give every rank as many full
+	// batches as the rank with the most rows needs. Stats.PaddedRows
+	// counts the repeats.
+	//
+	// KeepUneven delivers every unit exactly once with no equalization:
+	// ranks may take different numbers of steps.
+	//
+	// Equal steps hold for every epoch started from its beginning,
+	// resumed ones included; an epoch resumed from states that Reshard
+	// made for another world is delivered exactly once without them. A
+	// unit dropped by SkipBadPages is not made up for: with row batches
+	// its rank may then take a step less.
+	DropLast, PadLast, KeepUneven bool
+
+	// Deterministic delivers batches, and the rows within them, in plan
+	// order: the reads of a batch still complete in any order inside the
+	// fetch window, but a batch is assembled in the order of its units,
+	// not their landing order. Two runs with the same seed then give
+	// byte-identical batches.
+	Deterministic bool
+
 	Output Output
-	SeqLen int   // tokens: columns of the token matrix; default 2048
-	EOS    int32 // tokens: id written after each document; default 50256
-	Pad    int32 // tokens: id filling the tail of the last row; default EOS
+	SeqLen int // tokens: columns of the token matrix; default 2048
+	// EOS is the id written after each document (tokens output); 0 means
+	// the default 50256 unless ExplicitEOS is set. Pad fills the tail of
+	// the last row; 0 means EOS unless ExplicitPad is set.
+	EOS, Pad                 int32
+	ExplicitEOS, ExplicitPad bool
+	// Tokens64 delivers the token matrix as int64 (Batch.Tokens64)
+	// instead of int32 (Batch.Tokens).
+	Tokens64 bool
+	// Truncate cuts a document longer than SeqLen to its first SeqLen-1
+	// tokens and its EOS; by default it continues on the next row.
+	Truncate bool
 
 	// MemoryLimit bounds what Open may allocate for slots, the fetch
 	// window and output buffers; a Config needing more fails at Open with
-	// ErrMemory. Default 1 GiB.
+	// ErrMemory. Dictionaries get what is left: half for the cache, evicted
+	// least recently used first (those of units in flight stay), half for
+	// the decoders' column readers; a dictionary larger than the cache's
+	// half fails with ErrMemory. Default 1 GiB.
 	MemoryLimit int64
 
 	// Pin places the engine workers on the cores next to this rank's GPU.
@@ -169,6 +244,7 @@ type Config struct {
 	Engine       engine.Options
 	SharedEngine *engine.Engine
 	// Index configures the index build; SharedIndex skips the build.
+	// Without Index.Reader, Open reads through engine.OpenBatchReader.
 	Index       index.Options
 	SharedIndex *index.Index
 
@@ -192,6 +268,13 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func envInt(name string, def int) (int, error) {
 	v, ok := os.LookupEnv(name)
 	if !ok || v == "" {
@@ -203,6 +286,13 @@ func envInt(name string, def int) (int, error) {
 	}
 	return n, nil
 }
+
+// defaultCoalesce is Config.CoalesceBytes' default.
+const defaultCoalesce = 1280 << 10
+
+// coalesceSlotPages bounds the slot growth for coalesced runs, in pages of
+// the largest size.
+const coalesceSlotPages = 8
 
 // fill applies defaults and validates.
 func (c *Config) fill() error {
@@ -264,12 +354,26 @@ func (c *Config) fill() error {
 		if c.BatchRows == 0 {
 			c.BatchRows = 8
 		}
-		if c.EOS == 0 {
+		if c.EOS == 0 && !c.ExplicitEOS {
 			c.EOS = 50256
 		}
-		if c.Pad == 0 {
+		if c.Pad == 0 && !c.ExplicitPad {
 			c.Pad = c.EOS
 		}
+	}
+	if c.CoalesceBytes == 0 {
+		c.CoalesceBytes = defaultCoalesce
+	}
+	if c.SideCacheBytes == 0 {
+		c.SideCacheBytes = 64 << 20
+	}
+	switch n := btoi(c.DropLast) + btoi(c.PadLast) + btoi(c.KeepUneven); {
+	case n > 1:
+		return fmt.Errorf("%w: at most one of DropLast, PadLast and KeepUneven", ErrConfig)
+	case n == 0 && c.World > 1:
+		c.DropLast = true
+	case n == 0:
+		c.KeepUneven = true
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30

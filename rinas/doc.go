@@ -40,6 +40,17 @@
 // Arrow's Retain does not keep it; Batch.Detach copies what must outlive
 // the batch.
 //
+// # Several columns
+//
+// Config.Columns may name several columns; every batch then carries all
+// of them, row-aligned (Batch.Columns). Pages of different columns do not
+// share row boundaries, so the epoch's units are row spans of one lead
+// column (Config.LeadColumn): each unit also reads the pages of the other
+// columns that overlap its span, in the same submission, and slices them
+// to the span. Decoded pages of the other columns are held for the next
+// spans that need them (Config.SideCacheBytes), and adjacent pages of one
+// column chunk that a unit reads go out as one read (Config.CoalesceBytes).
+//
 // A Loader is used by one goroutine: Next, State and Close must not be
 // called concurrently. Batch.Release may be called from any goroutine.
 // Close waits for every goroutine the loader started.

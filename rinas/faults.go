@@ -55,7 +55,7 @@ func IsCorruption(err error) bool { return codec.IsCorruption(err) }
 // SkippedPage is a unit the loader dropped under Config.SkipBadPages: its
 // first page, where the failure happened, and why.
 type SkippedPage struct {
-	Page  uint64 // global page number (of the loaded column) of the unit's first page
+	Page  uint64 // global page number (of the lead column: Config.LeadColumn) of the unit's first page
 	Epoch uint64
 	Path  string // file of the failing read or page
 	Off   int64  // its offset in the file
@@ -103,7 +103,7 @@ func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
 	case errors.As(err, &ce) && ce.Path != "":
 		sp.Path, sp.Off = ce.Path, ce.Off
 	default:
-		loc := l.ix.Locate(0, u.first)
+		loc := l.ix.Locate(l.lead, u.first)
 		sp.Path, sp.Off = l.ix.File(loc.File).Path, loc.Offset
 	}
 	n := l.skips.n.Add(1)
@@ -127,4 +127,15 @@ func (l *Loader) Skipped() []SkippedPage {
 	l.skips.mu.Lock()
 	defer l.skips.mu.Unlock()
 	return append([]SkippedPage(nil), l.skips.list...)
+}
+
+// readErr returns a page or dictionary read's error. A file that shrank
+// under a read the engine had open (engine.ErrChanged) is the same
+// corruption as one that shrank before: ErrFileChanged.
+func readErr(path string, c *engine.Completion) error {
+	var ee *engine.Error
+	if errors.Is(c.Err, engine.ErrChanged) && errors.As(c.Err, &ee) {
+		return &PageError{Op: "read", Path: path, Off: c.Off, Err: fmt.Errorf("%w: %w", ErrFileChanged, ee.Err)}
+	}
+	return c.Err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/engine/enginetest"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
 	"golang.org/x/sys/unix"
@@ -82,11 +83,11 @@ func buildIndex(t *testing.T, ds dataset) *index.Index {
 // failPage returns an injector under which every read of page g of ix
 // fails with EIO, as a bad sector would: permanently. The loader must use
 // buffered reads (Direct: Off) so attempts start exactly at the page.
-func failPage(ix *index.Index, g int) *engine.RateFaults {
+func failPage(ix *index.Index, g int) *enginetest.RateFaults {
 	loc := ix.Locate(0, g)
 	path := ix.File(loc.File).Path
 	lo, hi := loc.Offset, loc.Offset+int64(loc.Size)
-	return &engine.RateFaults{EIO: 1, Only: func(f *engine.File, off int64) bool {
+	return &enginetest.RateFaults{EIO: 1, Only: func(f *engine.File, off int64) bool {
 		return f.Path() == path && off >= lo && off < hi
 	}}
 }
@@ -101,7 +102,7 @@ func TestFaultsTransientLoaderDeliversEverything(t *testing.T) {
 			if kind != "manypages" {
 				ds = v1Walk(t)
 			}
-			inj := &engine.RateFaults{Short: 0.05, EAGAIN: 0.03, EINTR: 0.03, ECANCELED: 0.03, Seed: 9}
+			inj := &enginetest.RateFaults{Short: 0.05, EAGAIN: 0.03, EINTR: 0.03, ECANCELED: 0.03, Seed: 9}
 			cfg := baseConfig(ds, "id")
 			cfg.BatchPages = 16
 			cfg.Engine.Faults = inj
@@ -238,10 +239,11 @@ func TestFaultsEIONotSkipped(t *testing.T) {
 			cfg.SkipBadPages = true
 			inj := failPage(ix, g)
 			if tc.random {
-				inj = &engine.RateFaults{EIO: 0.03, Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
+				inj = &enginetest.RateFaults{EIO: 0.03, Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
 			}
 			cfg.Engine.Faults = inj
 			cfg.Engine.Direct = engine.Off
+			cfg.CoalesceBytes = -1 // one read per page, as many chances to fail
 			l := openT(t, cfg)
 			var err error
 			rows := 0
@@ -282,13 +284,15 @@ func TestFaultsRandomCorruptionSkipped(t *testing.T) {
 	}{{ShufflePage, 0}, {ShuffleRowGroup, 0}, {ShufflePage, 100}, {ShuffleRow, 64}} {
 		sh := tc.sh
 		t.Run(fmt.Sprintf("%v/rows%d", sh, tc.batchRows), func(t *testing.T) {
-			inj := &engine.RateFaults{Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
+			inj := &enginetest.RateFaults{Short: 0.02, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 5}
 			cfg := baseConfig(ds, "id")
 			cfg.SharedIndex = ix
 			cfg.Shuffle = sh
 			cfg.BatchRows = tc.batchRows
 			cfg.SkipBadPages = true
 			cfg.Engine.Faults = inj
+			// One read per page, so that faults hit several row groups.
+			cfg.CoalesceBytes = -1
 			l := openT(t, cfg)
 			seen := make(map[int64]bool)
 			pages := map[uint64]bool{}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index/perm"
@@ -22,14 +23,32 @@ type unit struct {
 	first int   // first global page read
 	n     int   // pages read
 	row   int32 // row mode: the row within the page; -1 all
+	// limit is how many of the unit's rows are delivered, -1 all: the
+	// last unit of a share cut for equal steps (Config.DropLast, PadLast).
+	limit int64
 	// keep is how many leading pages deliver rows (the rest only complete
 	// the last row); rowgroup units keep all.
-	keep  int
-	got   atomic.Int32
-	comps []*engine.Completion
-	data  [][]byte // page bytes, from comps or a synchronous read
-	offs  []int64
-	pages []*codec.Page
+	keep int
+	// nr counts the unit's reads: its n lead pages, then each side's
+	// pages (several columns); r0 is the chunk-relative first row of its
+	// span.
+	nr int
+	r0 int64
+	// The reads go out as nreq requests (coalesced runs of adjacent
+	// pages of one column chunk): request q holds reads [reqFirst[q],
+	// reqFirst[q+1]) and lands in comps[q]; offs and sizes locate each
+	// read's page.
+	nreq     int
+	reqFirst []int32
+	sizes    []int32
+	side     []sideSpan
+	segs     [][]arrow.Array     // per kept lead page, each side's rows of it
+	dicts    []*codec.Dictionary // per projected column, while decoding
+	got      atomic.Int32
+	comps    []*engine.Completion
+	data     [][]byte // page bytes, from comps or a synchronous read
+	offs     []int64
+	pages    []*codec.Page
 	// aliased is set when a page's array references a slot of comps:
 	// the slots are then released with the batch, not after decoding.
 	aliased bool
@@ -80,9 +99,30 @@ func (fb *fetchBatch) releasePages() {
 			p.Release()
 		}
 		u.pages = u.pages[:0]
+		u.releaseSides()
 		u.aliased = false
 		u.releaseComps()
 	}
+}
+
+// identity lists unit indexes in plan order (Config.Deterministic).
+var identity = func() []int32 {
+	o := make([]int32, 1<<16)
+	for i := range o {
+		o[i] = int32(i)
+	}
+	return o
+}()
+
+// arrivals returns the order in which the consumer takes in fb's units:
+// their landing order, or with Config.Deterministic their plan order
+// (fb is handed over once every unit has landed, so reads still complete
+// in any order inside the fetch window).
+func (l *Loader) arrivals(fb *fetchBatch) []int32 {
+	if l.cfg.Deterministic {
+		return identity
+	}
+	return fb.order
 }
 
 // recycle returns a consumed fetch batch to the producer.
@@ -94,18 +134,32 @@ func (l *Loader) recycle(fb *fetchBatch) {
 	l.free <- fb
 }
 
+// A page read's completion tag packs its fetch batch (at most
+// maxPrefetch+1 of them), its unit within the batch (BatchPages ≤ 65,536)
+// and its page within the unit (a row-group unit has up to maxUnitPages).
 const (
-	tagUnitBits = 24
-	tagPageBits = 16
+	tagBatchBits = 8
+	tagUnitBits  = 16
+	tagPageBits  = 64 - tagBatchBits - tagUnitBits
 )
+
+// maxUnitPages bounds the pages of one unit (plan fails a row group with
+// more): a unit holds an engine slot per page until it decodes, and a
+// worker has at most 65,536 slots. A variable so tests can lower it.
+var maxUnitPages = 1 << 16
 
 func pageTag(fb, u, k int) uint64 {
 	return uint64(fb)<<(tagUnitBits+tagPageBits) | uint64(u)<<tagPageBits | uint64(k)
 }
 
+// splitTag inverts pageTag.
+func splitTag(tag uint64) (fb, u, k int) {
+	return int(tag >> (tagUnitBits + tagPageBits)), int(tag >> tagPageBits & (1<<tagUnitBits - 1)), int(tag & (1<<tagPageBits - 1))
+}
+
 // produce schedules every unit of the loader's epochs, batch by batch. It
 // is the only goroutine that opens files and makes chunks.
-func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uint64) {
+func (l *Loader) produce(epoch uint64, sh perm.Shard, cuts []UnitCut, done uint64, exclude []uint64) {
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
@@ -140,6 +194,12 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 					l.perr = err
 					l.free <- fb
 					return
+				}
+				for len(cuts) > 0 && cuts[0].Pos < pos {
+					cuts = cuts[1:]
+				}
+				if len(cuts) > 0 && cuts[0].Pos == pos {
+					fb.units[fb.n].limit = cuts[0].Rows
 				}
 				fb.n++
 			}
@@ -184,63 +244,72 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, done uint64, exclude []uin
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
-		var err error
-		if sh, err = l.perm(epoch).Shard(0, l.cfg.Rank, l.cfg.World); err != nil {
+		sh2, ep, err := l.planEpoch(epoch, 0, nil)
+		if err != nil {
 			l.perr = err
 			return
 		}
-		done, exclude = 0, nil
+		sh, cuts, done, exclude = sh2, ep.cuts, 0, nil
 	}
 }
 
 // fillUnit describes the unit at global position pos.
 func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
-	u.pos, u.row, u.err = pos, -1, nil
+	u.pos, u.row, u.err, u.limit = pos, -1, nil, -1
 	u.got.Store(0)
 	u.pages = u.pages[:0]
-	var item uint64
-	switch l.cfg.Shuffle {
-	case ShuffleNone, ShuffleStream:
-		item = pos
-	default:
-		item = sh.Perm.At(pos)
-	}
+	item := l.item(sh, pos)
 	switch l.cfg.Shuffle {
 	case ShuffleRowGroup:
-		c := l.ix.Chunk(0, int(item))
+		c := l.ix.Chunk(l.lead, int(item))
 		u.chunk, u.first, u.n, u.keep = int(item), c.FirstPage, c.NumPages, c.NumPages
+		l.planSides(u, 0, -1)
 	case ShuffleRow:
 		row := int64(item)
 		// the page whose rows hold row: the last g with rowStart[g] <= row
 		g := sort.Search(len(l.rowStart), func(i int) bool { return l.rowStart[i] > row }) - 1
-		loc := l.ix.Locate(0, g)
+		loc := l.ix.Locate(l.lead, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
 		u.row = int32(row - l.rowStart[g])
+		if len(l.sides) > 0 {
+			r := l.pageRow(l.lead, loc.Chunk, g) + int64(u.row)
+			l.planSides(u, r, r+1)
+		} else {
+			u.nr = u.n
+		}
 	default:
 		g := int(item)
-		loc := l.ix.Locate(0, g)
+		loc := l.ix.Locate(l.lead, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
-		c := l.ix.Chunk(0, loc.Chunk)
-		if loc.NumRows < 0 && l.ix.Column(0).Descr.MaxRepetitionLevel() > 0 && g+1 < c.FirstPage+c.NumPages {
+		c := l.ix.Chunk(l.lead, loc.Chunk)
+		if loc.NumRows < 0 && l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 && g+1 < c.FirstPage+c.NumPages {
 			u.n = 2 // its last row may continue in the next page
 		}
+		if len(l.sides) > 0 {
+			r := l.pageRow(l.lead, loc.Chunk, g)
+			l.planSides(u, r, r+int64(loc.NumRows))
+		} else {
+			u.nr = u.n
+		}
 	}
-	if err := l.prepareChunk(u.chunk); err != nil {
-		return err
+	for _, k := range l.proj {
+		if err := l.prepareChunk(k, u.chunk); err != nil {
+			return err
+		}
 	}
 	// The unit holds its file open until finishUnit (see fileCache).
-	_, err := l.fc.acquire(l.ix.Chunk(0, u.chunk).File)
+	_, err := l.fc.acquire(l.ix.Chunk(l.lead, u.chunk).File)
 	return err
 }
 
-// prepareChunk describes the chunk once.
-func (l *Loader) prepareChunk(c int) error {
-	if l.chunks[c] != nil {
+// prepareChunk describes chunk c of index column k once.
+func (l *Loader) prepareChunk(k, c int) error {
+	key := l.key(k, c)
+	if l.chunks[key] != nil {
 		return nil
 	}
-	ci := l.ix.Chunk(0, c)
-	col := l.ix.Column(0)
-	l.chunks[c] = codec.ChunkOf(col.Descr, ci.Codec, l.ix.File(ci.File).Path, nil)
+	ci := l.ix.Chunk(k, c)
+	l.chunks[key] = codec.ChunkOf(ci.Descr, ci.Codec, l.ix.File(ci.File).Path, nil)
 	return nil
 }
 
@@ -248,22 +317,22 @@ func (l *Loader) prepareChunk(c int) error {
 // once.
 func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Request) error {
 	for i := range fb.units[:fb.n] {
-		if err := l.ensureDict(ctx, fb.units[i].chunk); err != nil {
-			return err
+		for _, k := range l.proj {
+			if err := l.ensureDict(ctx, k, fb.units[i].chunk); err != nil {
+				return err
+			}
 		}
 	}
 	reqs = reqs[:0]
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
-		ci := l.ix.Chunk(0, u.chunk)
+		ci := l.ix.Chunk(l.lead, u.chunk)
 		f := l.fc.file(ci.File)
-		for k := 0; k < u.n; k++ {
-			loc := l.ix.Locate(0, u.first+k)
-			// Spread units over the workers explicitly: decoding runs on
-			// the worker that reaps, and the engine would otherwise fill
-			// one worker's slots before touching the next.
-			reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb.id, i, k), Worker: l.nextWorker(i)})
-		}
+		// Spread units over the workers explicitly: decoding runs on
+		// the worker that reaps, and the engine would otherwise fill
+		// one worker's slots before touching the next.
+		w := l.nextWorker(i)
+		reqs = l.unitRequests(reqs, u, f, fb.id, i, w)
 	}
 	if len(reqs) > 0 {
 		return l.pageQ.Submit(ctx, reqs)
@@ -281,10 +350,11 @@ func (l *Loader) nextWorker(i int) int {
 
 // onPage runs on an engine worker for every page read that lands.
 func (l *Loader) onPage(c *engine.Completion) {
-	fb := l.fbs[c.Tag>>(tagUnitBits+tagPageBits)]
-	u := &fb.units[(c.Tag>>tagPageBits)&(1<<tagUnitBits-1)]
-	n := u.n // read before the count: once it is complete, u may be reused
-	u.comps[c.Tag&(1<<tagPageBits-1)] = c
+	ifb, iu, q := splitTag(c.Tag)
+	fb := l.fbs[ifb]
+	u := &fb.units[iu]
+	n := u.nreq // read before the count: once it is complete, u may be reused
+	u.comps[q] = c
 	l.sa.disk.Add(int64(c.DeviceBytes))
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	if int(u.got.Add(1)) < n {
@@ -294,51 +364,76 @@ func (l *Loader) onPage(c *engine.Completion) {
 }
 
 // decodeUnit decodes a unit whose reads have all landed, on worker w, or
-// parks it until its chunk's dictionary lands.
+// parks it until a dictionary of its chunks lands (it is called again
+// then).
 func (l *Loader) decodeUnit(fb *fetchBatch, u *unit, w int) {
-	if l.ix.Chunk(0, u.chunk).DictSize > 0 {
-		d, err, parked := l.dicts.getOrPark(u.chunk, fb, u)
+	if len(u.dicts) < len(l.proj) {
+		u.dicts = make([]*codec.Dictionary, len(l.proj))
+	}
+	var err error
+	for i, k := range l.proj {
+		u.dicts[i] = nil
+		if l.ix.Chunk(k, u.chunk).DictSize == 0 {
+			continue
+		}
+		d, derr, parked := l.dicts.getOrPark(l.key(k, u.chunk), fb, u)
 		if parked {
 			return
 		}
 		if err == nil {
-			err = l.decodeWith(l.decs[w], u, d)
-		} else {
-			u.releaseComps()
+			err = derr
 		}
-		l.dicts.unuse(u.chunk)
-		l.finishUnit(fb, u, err)
-		return
+		u.dicts[i] = d
 	}
-	l.finishUnit(fb, u, l.decodeWith(l.decs[w], u, nil))
+	if err == nil {
+		err = l.decodeWith(l.decs[w], u)
+	} else {
+		u.releaseComps()
+	}
+	for _, k := range l.proj {
+		if l.ix.Chunk(k, u.chunk).DictSize > 0 {
+			l.dicts.unuse(l.key(k, u.chunk))
+		}
+	}
+	l.finishUnit(fb, u, err)
 }
 
-// decodeWith decodes u's landed reads and releases their slots, unless a
-// decoded page references them (then recycle does).
-func (l *Loader) decodeWith(dec *codec.Decoder, u *unit, dict *codec.Dictionary) error {
+// decodeWith decodes u's landed reads with the dictionaries in u.dicts
+// and releases their slots, unless a decoded page references them (then
+// recycle does).
+func (l *Loader) decodeWith(dec *codec.Decoder, u *unit) error {
 	defer func() {
 		if !u.aliased {
 			u.releaseComps()
 		}
 	}()
-	for k, c := range u.comps[:u.n] {
+	for q, c := range u.comps[:u.nreq] {
 		if c.Err != nil {
-			return c.Err
+			return readErr(l.chunks[l.key(l.lead, u.chunk)].Path, c)
 		}
-		if want := l.ix.Locate(0, u.first+k).Size; len(c.Data) != int(want) {
-			return pageErrorf("read", l.chunks[u.chunk].Path, c.Off, ErrFileChanged, "read %d of the page's %d bytes", len(c.Data), want)
+		// The pages of request q: one, or a coalesced run.
+		for k := int(u.reqFirst[q]); k < int(u.reqFirst[q+1]); k++ {
+			lo := u.offs[k] - c.Off
+			hi := lo + int64(u.sizes[k])
+			if hi > int64(len(c.Data)) {
+				return pageErrorf("read", l.chunks[l.key(l.lead, u.chunk)].Path, u.offs[k], ErrFileChanged,
+					"read %d of the page's %d bytes", max(int64(len(c.Data))-lo, 0), u.sizes[k])
+			}
+			u.data[k] = c.Data[lo:hi]
 		}
-		u.data[k], u.offs[k] = c.Data, c.Off
 	}
-	return l.decodePages(dec, u, dict, preadFile)
+	if err := l.decodePages(dec, u, u.dicts[l.leadPos], preadFile); err != nil {
+		return err
+	}
+	return l.decodeSides(dec, u, u.dicts, preadFile)
 }
 
 // decodePages decodes the pages of u held in u.data; read fetches pages
 // beyond the unit when a row runs past them.
 func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary, read readFunc) (err error) {
-	ch := l.chunks[u.chunk]
-	end := l.chunkEnd(u.chunk)
-	rep := l.ix.Column(0).Descr.MaxRepetitionLevel() > 0
+	ch := l.chunks[l.key(l.lead, u.chunk)]
+	end := l.chunkEnd(l.lead, u.chunk)
+	rep := l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0
 	for k := 0; k < u.keep; k++ {
 		// Decode page k with as many of the unit's following pages as its
 		// last row needs: one more where rows may cross pages, growing
@@ -346,7 +441,7 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 		// A page with a known row count (offset index) starts and ends at
 		// row boundaries, as the format requires; only the others may end
 		// inside a row.
-		aligned := !rep || l.ix.Locate(0, u.first+k).NumRows >= 0
+		aligned := !rep || l.ix.Locate(l.lead, u.first+k).NumRows >= 0
 		m := 1
 		if !aligned && k+1 < u.n {
 			m = 2
@@ -369,7 +464,7 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 			}
 			break
 		}
-		if err := l.checkPage(u.first+k, p); err != nil {
+		if err := l.checkPage(l.lead, u.first+k, p); err != nil {
 			p.Release()
 			return err
 		}
@@ -384,16 +479,16 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 	return nil
 }
 
-// checkPage holds decoded page g to what the index claims of it, before
+// checkPage holds decoded page g of column k to what the index claims of it, before
 // any of its rows is used: rows are addressed by index (row mode, resume)
 // on the index's word, so a page the index misdescribes would deliver
 // garbage or lose rows. A page with a known row count (offset index) must
 // decode to exactly that many rows and start a row (no leading levels
 // continuing an earlier page); so must the first page of a chunk, whose
 // leading levels would belong to no row.
-func (l *Loader) checkPage(g int, p *codec.Page) error {
-	loc := l.ix.Locate(0, g)
-	if loc.NumRows < 0 && g != l.ix.Chunk(0, loc.Chunk).FirstPage {
+func (l *Loader) checkPage(k, g int, p *codec.Page) error {
+	loc := l.ix.Locate(k, g)
+	if loc.NumRows < 0 && g != l.ix.Chunk(k, loc.Chunk).FirstPage {
 		return nil
 	}
 	path := l.ix.File(loc.File).Path
@@ -411,7 +506,7 @@ func (l *Loader) checkPage(g int, p *codec.Page) error {
 // checkEmptyPage reads the header of page g, which the offset index says
 // holds no row, and fails unless it holds no value either.
 func (l *Loader) checkEmptyPage(g int) error {
-	loc := l.ix.Locate(0, g)
+	loc := l.ix.Locate(l.lead, g)
 	path := l.ix.File(loc.File).Path
 	b, err := preadFile(path, loc.Offset, min(int(loc.Size), 4096))
 	if err != nil {
@@ -419,7 +514,7 @@ func (l *Loader) checkEmptyPage(g int) error {
 	}
 	h, _, err := codec.ParsePageHeader(b)
 	if err != nil {
-		return &codec.Error{Op: "parse header", Path: path, Column: l.ix.Column(0).Path, Off: loc.Offset, Err: err}
+		return &codec.Error{Op: "parse header", Path: path, Column: l.ix.Column(l.lead).Path, Off: loc.Offset, Err: err}
 	}
 	if h.NumValues() != 0 {
 		return pageErrorf("check rows", path, loc.Offset, ErrPageRows, "%d values, the offset index says the page holds no row", h.NumValues())
@@ -427,14 +522,14 @@ func (l *Loader) checkEmptyPage(g int) error {
 	return nil
 }
 
-func (l *Loader) chunkEnd(c int) int {
-	ci := l.ix.Chunk(0, c)
+func (l *Loader) chunkEnd(k, c int) int {
+	ci := l.ix.Chunk(k, c)
 	return ci.FirstPage + ci.NumPages
 }
 
 // finishUnit records a landed unit.
 func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
-	l.fc.release(l.ix.Chunk(0, u.chunk).File)
+	l.fc.release(l.ix.Chunk(l.lead, u.chunk).File)
 	if err != nil && !l.skip(fb, u, err) {
 		u.err = err
 		fb.fail(err)
@@ -446,44 +541,48 @@ func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
 	}
 }
 
-// ensureDict makes sure chunk c's dictionary is loaded or being read.
-func (l *Loader) ensureDict(ctx context.Context, c int) error {
-	ci := l.ix.Chunk(0, c)
-	if ci.DictSize == 0 || !l.dicts.acquire(c) {
+// ensureDict makes sure the dictionary of chunk c of column k is loaded or
+// being read.
+func (l *Loader) ensureDict(ctx context.Context, k, c int) error {
+	ci := l.ix.Chunk(k, c)
+	if ci.DictSize == 0 || !l.dicts.acquire(l.key(k, c)) {
 		return nil
 	}
 	f, err := l.fc.acquire(ci.File) // released by onDict
 	if err != nil {
 		return err
 	}
-	req := [1]engine.Request{{File: f, Off: ci.DictOffset, Len: int(ci.DictSize), Tag: uint64(c), Worker: -1}}
+	req := [1]engine.Request{{File: f, Off: ci.DictOffset, Len: int(ci.DictSize), Tag: uint64(l.key(k, c)), Worker: -1}}
 	return l.dictQ.Submit(ctx, req[:])
 }
 
 // onDict runs on an engine worker when a dictionary page lands: it
 // decodes it and then every unit that was waiting for it.
 func (l *Loader) onDict(c *engine.Completion) {
-	chunk, w := int(c.Tag), c.Worker // c is reused once released
-	l.fc.release(l.ix.Chunk(0, chunk).File)
+	key, w := int(c.Tag), c.Worker // c is reused once released
+	chunk := key % l.ix.NumChunks()
+	l.fc.release(l.ix.Chunk(l.lead, chunk).File)
 	l.sa.disk.Add(int64(c.DeviceBytes))
 	l.sa.pageBytes.Add(int64(len(c.Data)))
 	l.sa.dicts.Add(1)
 	var d *codec.Dictionary
-	err := c.Err
-	if err == nil {
-		d, err = l.decs[w].Dictionary(l.chunks[chunk], c.Data, c.Off)
+	var err error
+	if c.Err != nil {
+		err = readErr(l.chunks[key].Path, c)
+	} else {
+		d, err = l.decs[w].Dictionary(l.chunks[key], c.Data, c.Off)
 	}
 	c.Release()
-	for _, p := range l.dicts.resolve(chunk, d, err) {
-		uerr := err
-		if uerr != nil {
-			p.u.releaseComps()
-		} else {
-			uerr = l.decodeWith(l.decs[w], p.u, d)
-		}
-		l.dicts.unuse(chunk)
-		l.finishUnit(p.fb, p.u, uerr)
+	for _, p := range l.dicts.resolve(key, d, err, func() string { return l.chunkName(key) }) {
+		l.decodeUnit(p.fb, p.u, w)
 	}
+}
+
+// chunkName describes the chunk of key (see Loader.key), for errors.
+func (l *Loader) chunkName(key int) string {
+	k, c := key/l.ix.NumChunks(), key%l.ix.NumChunks()
+	ci := l.ix.Chunk(k, c)
+	return fmt.Sprintf("%s column %s row group %d", l.ix.File(ci.File).Path, l.ix.Column(k).Path, ci.RowGroup)
 }
 
 // releaseComps gives the unit's slots back. Each reference is cleared
@@ -499,12 +598,21 @@ func (u *unit) releaseComps() {
 }
 
 // dictCache holds each chunk's dictionary once read. An entry counts the
-// units scheduled on it; beyond maxDictEntries, unused ready entries are
-// evicted oldest first (a later unit reads the dictionary again).
+// units scheduled on it. Ready dictionaries count their decompressed bytes
+// against budget (half of what MemoryLimit leaves after slots, token
+// buffers and decoded pages; the decoders' column readers, which keep the
+// dictionaries they decoded alive, share the other half through
+// codec.Options.MaxStateDictBytes); beyond it, or beyond maxDictEntries entries, unused ready
+// entries are evicted least recently used first (a later unit reads the
+// dictionary again). Entries in use are never evicted, so the cache may
+// exceed its budget by the dictionaries of the units in flight; a single
+// dictionary larger than the whole budget fails its units with ErrMemory.
 type dictCache struct {
 	mu      sync.Mutex
 	entries map[int]*dictEntry
-	fifo    []int
+	tick    uint64
+	bytes   int64 // decompressed bytes of the ready entries
+	budget  int64
 }
 
 type parkedUnit struct {
@@ -515,6 +623,8 @@ type parkedUnit struct {
 type dictEntry struct {
 	ready  bool
 	users  int
+	used   uint64 // d.tick at the last use, for LRU eviction
+	size   int64
 	dict   *codec.Dictionary
 	err    error
 	parked []parkedUnit
@@ -522,19 +632,23 @@ type dictEntry struct {
 
 const maxDictEntries = 256
 
-func (d *dictCache) init() { d.entries = map[int]*dictEntry{} }
+func (d *dictCache) init(budget int64) {
+	d.entries = map[int]*dictEntry{}
+	d.budget = budget
+}
 
 // acquire counts one more unit on chunk c's dictionary and reports whether
 // the dictionary must be read (no entry yet).
 func (d *dictCache) acquire(c int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.tick++
 	if e, ok := d.entries[c]; ok {
 		e.users++
+		e.used = d.tick
 		return false
 	}
-	d.entries[c] = &dictEntry{users: 1}
-	d.fifo = append(d.fifo, c)
+	d.entries[c] = &dictEntry{users: 1, used: d.tick}
 	return true
 }
 
@@ -548,17 +662,37 @@ func (d *dictCache) unuse(c int) {
 	d.evictLocked()
 }
 
+// evictLocked drops unused ready entries, least recently used first, until
+// the cache is within its entry count and byte budget.
 func (d *dictCache) evictLocked() {
-	for i := 0; len(d.entries) > maxDictEntries && i < len(d.fifo); {
-		c := d.fifo[i]
-		e := d.entries[c]
-		if e != nil && (!e.ready || e.users > 0) {
-			i++
-			continue
+	for len(d.entries) > maxDictEntries || d.bytes > d.budget {
+		lru, lc := (*dictEntry)(nil), 0
+		for c, e := range d.entries {
+			if e.ready && e.users <= 0 && (lru == nil || e.used < lru.used) {
+				lru, lc = e, c
+			}
 		}
-		d.fifo = append(d.fifo[:i], d.fifo[i+1:]...)
-		delete(d.entries, c)
+		if lru == nil {
+			return
+		}
+		d.bytes -= lru.size
+		delete(d.entries, lc)
 	}
+}
+
+// setLocked makes e ready with dict (or err), counting dict's bytes; a
+// dictionary larger than the whole budget becomes an ErrMemory error.
+func (d *dictCache) setLocked(e *dictEntry, c int, dict *codec.Dictionary, err error, name func() string) {
+	if err == nil && dict != nil {
+		if n := int64(dict.Bytes()); n > d.budget {
+			err = fmt.Errorf("%w: the dictionary of %s decodes to %d bytes, more than the %d bytes MemoryLimit leaves for dictionaries", ErrMemory, name(), n, max(d.budget, 0))
+			dict = nil
+		} else {
+			e.size = n
+			d.bytes += n
+		}
+	}
+	e.ready, e.dict, e.err = true, dict, err
 }
 
 // getOrPark returns chunk c's dictionary, or parks u until it lands.
@@ -576,15 +710,16 @@ func (d *dictCache) getOrPark(c int, fb *fetchBatch, u *unit) (*codec.Dictionary
 	return e.dict, e.err, false
 }
 
-// resolve stores a landed dictionary and returns the units parked on it.
-func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error) []parkedUnit {
+// resolve stores a landed dictionary (or its error) and returns the units
+// parked on it; name describes the chunk for an ErrMemory error.
+func (d *dictCache) resolve(c int, dict *codec.Dictionary, err error, name func() string) []parkedUnit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	e := d.entries[c]
 	if e == nil {
 		return nil
 	}
-	e.ready, e.dict, e.err = true, dict, err
+	d.setLocked(e, c, dict, err, name)
 	p := e.parked
 	e.parked = nil
 	return p
@@ -595,24 +730,46 @@ func (d *dictCache) lookup(c int) (*codec.Dictionary, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e := d.entries[c]; e != nil && e.ready && e.err == nil {
+		d.tick++
+		e.used = d.tick
 		return e.dict, true
 	}
 	return nil, false
 }
 
-// store adds a dictionary read synchronously.
-func (d *dictCache) store(c int, dict *codec.Dictionary) {
+// store adds a dictionary read synchronously; it fails with ErrMemory for
+// a dictionary larger than the whole budget.
+func (d *dictCache) store(c int, dict *codec.Dictionary, name func() string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.entries[c]; !ok {
-		d.entries[c] = &dictEntry{ready: true, dict: dict}
-		d.fifo = append(d.fifo, c)
+	d.tick++
+	e := &dictEntry{used: d.tick}
+	d.setLocked(e, c, dict, nil, name)
+	if e.err != nil {
+		d.bytes -= e.size
+		return e.err
 	}
+	if _, ok := d.entries[c]; ok {
+		// cached already, or being read for units parked on that entry:
+		// the caller uses its own copy once
+		d.bytes -= e.size
+		return nil
+	}
+	d.entries[c] = e
+	d.evictLocked()
+	return nil
+}
+
+// cachedBytes returns the decompressed bytes of the cached dictionaries.
+func (d *dictCache) cachedBytes() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.bytes
 }
 
 func (d *dictCache) drop() {
 	d.mu.Lock()
 	d.entries = map[int]*dictEntry{}
-	d.fifo = nil
+	d.bytes = 0
 	d.mu.Unlock()
 }

@@ -25,8 +25,9 @@ type fileCache struct {
 	max    int
 	open   int
 	ents   []fileEnt
-	head   int32 // most recently released idle file, -1 none
-	tail   int32 // least recently released idle file, -1 none
+	ids    []fileID // each file's identity at Open (checkIdentity)
+	head   int32    // most recently released idle file, -1 none
+	tail   int32    // least recently released idle file, -1 none
 	closed bool
 	logf   func(string, ...any)
 	warned bool
@@ -41,6 +42,10 @@ type fileEnt struct {
 func (c *fileCache) init(eng *engine.Engine, ix *index.Index, max int, logf func(string, ...any)) {
 	c.eng, c.ix, c.max, c.logf = eng, ix, max, logf
 	c.ents = make([]fileEnt, ix.NumFiles())
+	c.ids = make([]fileID, ix.NumFiles())
+	for i := range c.ids {
+		c.ids[i], _ = statID(ix.File(i).Path) // a file that cannot be stat'ed fails when opened
+	}
 	for i := range c.ents {
 		c.ents[i].prev, c.ents[i].next = -1, -1
 	}
@@ -68,6 +73,9 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 	if c.open >= c.max && !c.warned {
 		c.warned = true
 		c.logf("%d files open, above the budget of %d (engine.OpenFileBudget(2)): every one has reads scheduled", c.open+1, c.max)
+	}
+	if err := checkIdentity(c.ix, i, c.ids[i]); err != nil {
+		return nil, err
 	}
 	f, err := c.eng.Open(c.ix.File(i).Path)
 	if err != nil {

@@ -2,8 +2,6 @@ package rinas
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +36,31 @@ type Stats struct {
 	// into (uncompressed fixed-width lists in page batches: no copy).
 	ZeroCopyPages int64
 	SkippedPages  int64 // units dropped under Config.SkipBadPages (see Loader.Skipped)
-	IndexBuildNs  int64
+	// SidePages counts the pages of projected columns other than the
+	// lead read and decoded (included in Pages). StraddleReads counts the
+	// side pages read whose rows reach outside the unit's span: the
+	// neighbouring span reads them again. WholeChunkReads counts side
+	// chunks read whole for one unit because their pages' first rows are
+	// unknown.
+	SidePages       int64
+	StraddleReads   int64
+	WholeChunkReads int64
+	// SideCacheHits counts the side pages taken from the side cache
+	// instead of being read (Config.SideCacheBytes).
+	SideCacheHits int64
+	// Reads counts the page read requests issued (unordered fetch);
+	// CoalescedPages the pages read as part of another page's request
+	// (Config.CoalesceBytes).
+	Reads          int64
+	CoalescedPages int64
+	// DroppedRows counts the rows of this rank's share that the epochs
+	// begun so far leave out to give every rank the same steps
+	// (Config.DropLast; tokens output: also the rows past Len's last
+	// batch); PaddedRows the rows repeated for it (Config.PadLast). Rows
+	// of pages whose row count the index does not know count 0.
+	DroppedRows  int64
+	PaddedRows   int64
+	IndexBuildNs int64
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -48,51 +70,104 @@ type Loader struct {
 	eng   *engine.Engine
 	owned bool // eng and ix are ours to close
 
+	// The projection: index columns in projection order, the lead (whose
+	// pages define the units) and its position, the other columns
+	// (sides) and their positions; wholeSide[s][c] marks a side chunk
+	// read whole (row ranges unknown); chunkRow0 is each chunk's first
+	// row within its file.
+	proj      []int
+	lead      int
+	leadPos   int
+	sides     []int
+	sidePos   []int
+	wholeSide [][]bool
+	chunkRow0 []int64
+
 	nUnits   uint64
 	rowStart []int64 // row mode: global first row of each page, len pages+1
-	unitMax  int     // most pages one unit reads
-	dataset  string
+	unitMax  int     // most lead pages one unit reads
+	coalesce int     // most bytes one coalesced read spans (0: off)
+	// sideReads is the most pages of the other columns one unit reads and
+	// sideMean their mean bytes in lead pages of mean size; maxRun the longest run of one chunk's
+	// pages one unit reads, in bytes (see planReads).
+	sideReads int
+	sideMean  float64
+	maxRun    int
+	dataset   string
+	fileSums  string    // State.Files: each file's digest
+	pageRows  []int32   // page units: rows starting in each page (-1 unknown)
+	pageTok   []float64 // tokens output: estimated tokens of each page
+	plans     planner   // the epoch plans computed so far
 
-	fc      fileCache      // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
-	chunks  []*codec.Chunk // lazily made by the producer
-	decs    []*codec.Decoder
 	workers int
-	cpus    []int          // the workers' CPU set, when pinned
-	syncD   *codec.Decoder // the consumer goroutine's, for resume and slow reads
-	prodD   *codec.Decoder // the producer's (ordered fetch)
-	direct  *directReader  // the producer's synchronous reads (ordered fetch)
-	pageQ   *engine.Queue
-	dictQ   *engine.Queue
-	dicts   dictCache
+	cpus    []int // the workers' CPU set, when pinned
 
-	fbs   []*fetchBatch
-	free  chan *fetchBatch
-	ready chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+	// Shared by the producer (and its engine handlers) and the consumer:
+	// the codec chunks, made lazily by the producer and read by the
+	// consumer's synchronous reads; the dictionary and side caches (each
+	// under its own lock); and the fetch batches' hand-over channels.
+	chunks []*codec.Chunk
+	dicts  dictCache
+	sideC  sideCache // decoded pages of the other columns (Config.SideCacheBytes)
+	free   chan *fetchBatch
+	ready  chan *fetchBatch // in order; a nil-units batch marks an epoch's end
+
+	producer
+	consumer
+
+	closed bool
+
+	stats Stats
+	sa    struct {
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
+		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+	}
+	skips skipLog // Config.SkipBadPages
+}
+
+// producer is the state of the producer goroutine and the engine
+// handlers it starts: it fills fetch batches ahead of the consumer.
+type producer struct {
+	fc     fileCache // files, opened lazily by the producer, at most engine.OpenFileBudget(2)
+	decs   []*codec.Decoder
+	prodD  *codec.Decoder // the producer's (ordered fetch)
+	direct *directReader  // the producer's synchronous reads (ordered fetch)
+	pageQ  *engine.Queue
+	dictQ  *engine.Queue
+	fbs    []*fetchBatch
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the producer
-	closed bool
-	perr   error         // the producer's error, read after ready or pdone closes
-	pdone  chan struct{} // closed when the producer returns
+	perr   error          // the producer's error, read after ready or pdone closes
+	pdone  chan struct{}  // closed when the producer returns
+}
 
-	// consumer state
-	epoch    uint64
-	shard    perm.Shard
-	done     uint64      // shard units taken in
-	exclude  []uint64    // positions beyond done taken in (resume)
-	waiting  *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err      error       // sticky: the epoch failed
-	cur      *fetchBatch // row batches: the batch whose units are being taken in
-	curNext  int         // next arrival index of cur to take in
-	atEnd    bool        // row batches: the epoch's units are all taken in
-	rows     rowStream
-	tokBufs  chan *tokenBuf
-	finished bool
-
-	stats Stats
-	sa    struct{ pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64 }
-	skips skipLog // Config.SkipBadPages
+// consumer is the state of the goroutine calling Next: the epoch's
+// share, the units taken in, row assembly and the token buffers.
+type consumer struct {
+	syncD     *codec.Decoder // the consumer goroutine's, for resume and slow reads
+	epoch     uint64
+	shard     perm.Shard
+	ep        epochPlan   // the current epoch's share
+	resharded bool        // the current epoch resumed from a Reshard state
+	batches   int64       // batches delivered in the current epoch
+	done      uint64      // shard units taken in
+	exclude   []uint64    // positions beyond done taken in (resume)
+	waiting   *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err       error       // sticky: the epoch failed
+	cur       *fetchBatch // row batches: the batch whose units are being taken in
+	curNext   int         // next arrival index of cur to take in
+	atEnd     bool        // row batches: the epoch's units are all taken in
+	rows      rowStream
+	tokBufs   chan *tokenBuf
+	// tokMu orders token buffers coming back (Batch.Release, from any
+	// goroutine) against Close: once tokClosed is set, a buffer coming
+	// back is unmapped instead of parked. tokMapped counts the mapped ones.
+	tokMu     sync.Mutex
+	tokClosed bool
+	tokMapped int
+	finished  bool
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
@@ -116,6 +191,9 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	if err := l.plan(); err != nil {
 		return nil, err
 	}
+	if err := l.planInit(); err != nil {
+		return nil, err
+	}
 	if err := l.openEngine(); err != nil {
 		return nil, err
 	}
@@ -125,7 +203,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
-	go l.produce(l.epoch, l.shard, l.done, l.exclude)
+	go l.produce(l.epoch, l.shard, l.ep.cuts, l.done, l.exclude)
 	ok = true
 	return l, nil
 }
@@ -138,7 +216,15 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		if len(l.cfg.Columns) > 0 {
 			opts.Columns = l.cfg.Columns
 		}
+		if opts.Reader == nil {
+			r := engine.OpenBatchReader(opts.Parallelism, opts.Logf)
+			defer r.Close()
+			opts.Reader = r
+		}
 		ix, err := index.Build(ctx, l.cfg.Paths, opts)
+		if errors.Is(err, index.ErrColumn) {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -148,40 +234,40 @@ func (l *Loader) openIndex(ctx context.Context) error {
 	if l.ix.NumColumns() == 0 {
 		return fmt.Errorf("%w: no column to load", ErrConfig)
 	}
-	if l.ix.NumColumns() > 1 && len(l.cfg.Columns) > 0 {
-		return fmt.Errorf("%w: %d columns selected (%v): a loader reads one leaf column; open one loader per column",
-			ErrConfig, l.ix.NumColumns(), l.cfg.Columns)
+	if err := l.projection(); err != nil {
+		return err
 	}
-	col := l.ix.Column(0)
+	col := l.ix.Column(l.lead)
 	if l.cfg.Output == OutputTokens {
 		d := col.Descr
-		if d.PhysicalType().String() != "INT32" || d.MaxRepetitionLevel() > 1 {
-			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs int32 or list<int32> columns only",
+		if pt := d.PhysicalType().String(); (pt != "INT32" && pt != "INT64") || d.MaxRepetitionLevel() > 1 {
+			return fmt.Errorf("%w: column %s (%s, repetition %d): tokens output packs integer columns (int32, int64, uint16, uint32) or lists of them only",
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	h := sha256.New()
-	for i := 0; i < l.ix.NumFiles(); i++ {
-		f := l.ix.File(i)
-		fmt.Fprintf(h, "%s\x00%d\x00%d\x00", f.Path, f.Size, f.ModTime.UnixNano())
+	name := col.Path
+	if len(l.proj) > 1 {
+		// The whole projection, and which column led the spans.
+		for _, k := range l.proj {
+			name += "\x00" + l.ix.Column(k).Path
+		}
 	}
-	fmt.Fprintf(h, "%s", col.Path)
-	l.dataset = hex.EncodeToString(h.Sum(nil)[:12])
+	l.dataset, l.fileSums = fingerprint(l.ix, name)
 	return nil
 }
 
 // plan sizes the epoch's units.
 func (l *Loader) plan() error {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	if n == 0 {
-		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(0).Path)
+		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(l.lead).Path)
 	}
 	l.unitMax = 1
 	switch l.cfg.Shuffle {
 	case ShuffleRow:
 		l.rowStart = make([]int64, n+1)
 		for g := 0; g < n; g++ {
-			loc := l.ix.Locate(0, g)
+			loc := l.ix.Locate(l.lead, g)
 			if loc.NumRows < 0 {
 				return fmt.Errorf("%w: row shuffle needs each page's row count, and %s has pages without one (no offset index)",
 					ErrConfig, l.ix.File(loc.File).Path)
@@ -199,7 +285,12 @@ func (l *Loader) plan() error {
 	case ShuffleRowGroup:
 		l.nUnits = uint64(l.ix.NumChunks())
 		for c := 0; c < l.ix.NumChunks(); c++ {
-			l.unitMax = max(l.unitMax, l.ix.Chunk(0, c).NumPages)
+			ci := l.ix.Chunk(l.lead, c)
+			if ci.NumPages > maxUnitPages {
+				return fmt.Errorf("%w: rowgroup shuffle reads a row group's chunk as one unit of at most %d pages, and row group %d of %s has %d in column %s: use page or row shuffle, or smaller row groups",
+					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(l.lead).Path)
+			}
+			l.unitMax = max(l.unitMax, ci.NumPages)
 		}
 		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
 			l.cfg.BatchPages = 1
@@ -209,14 +300,21 @@ func (l *Loader) plan() error {
 		// A page and its continuation where rows may cross pages: a page
 		// of a repeated column whose row count the index does not know
 		// (fillUnit reads the next page with it).
-		if l.ix.Column(0).Descr.MaxRepetitionLevel() > 0 {
+		if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 {
 			for g := 0; g < n; g++ {
-				if l.ix.Locate(0, g).NumRows < 0 {
+				if l.ix.Locate(l.lead, g).NumRows < 0 {
 					l.unitMax = 2
 					break
 				}
 			}
 		}
+	}
+	if l.cfg.Shuffle != ShuffleRowGroup {
+	}
+	l.planReads()
+	if n := l.unitMax + l.sideReads; n > maxUnitPages {
+		return fmt.Errorf("%w: a unit would read %d pages (%d of column %s and %d of the other columns), at most %d: use page shuffle, smaller row groups or another LeadColumn",
+			ErrConfig, n, l.unitMax, l.ix.Column(l.lead).Path, l.sideReads, maxUnitPages)
 	}
 	return nil
 }
@@ -268,11 +366,11 @@ func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 // headers, or 0 when none could be read. It sizes the read-ahead and the
 // memory check only: a page it cannot read fails when its batch does.
 func (l *Loader) decodedPageEstimate() int {
-	n := l.ix.NumPages(0)
+	n := l.ix.NumPages(l.lead)
 	m := min(n, sampleHeaders)
 	est := 0
 	for k := 0; k < m; k++ {
-		loc := l.ix.Locate(0, k*n/m)
+		loc := l.ix.Locate(l.lead, k*n/m)
 		b, err := preadFile(l.ix.File(loc.File).Path, loc.Offset, min(int(loc.Size), 4096))
 		if err != nil {
 			continue
@@ -287,8 +385,8 @@ func (l *Loader) decodedPageEstimate() int {
 // defaultWorkers is Engine.Workers' default: GOMAXPROCS, halved (at least
 // one) when no page of the column is compressed, so decoding is cheap and
 // one ring per two cores keeps the reads flowing (see Config.Engine).
-func defaultWorkers(compressed bool) int {
-	n := runtime.GOMAXPROCS(0)
+func defaultWorkers(compressed bool, procs int) int {
+	n := procs
 	if compressed {
 		return n
 	}
@@ -302,79 +400,81 @@ func (l *Loader) Workers() int { return l.workers }
 // the one Open chose when it was 0.
 func (l *Loader) Prefetch() int { return l.cfg.Prefetch }
 
-func (l *Loader) openEngine() error {
-	maxPage := 0
-	for g := 0; g < l.ix.NumPages(0); g++ {
-		maxPage = max(maxPage, int(l.ix.Locate(0, g).Size))
+// summarize gathers the facts planSizing needs: page and dictionary sizes
+// from the index, a decoded size from a few page headers (compressed
+// columns), the process's GOMAXPROCS, a shared engine's workers and the
+// pinning plan.
+func (l *Loader) summarize() (indexSummary, error) {
+	s := indexSummary{
+		unitMax:   l.unitMax,
+		sides:     len(l.sides),
+		sideReads: l.sideReads,
+		sideMean:  l.sideMean,
+		maxRun:    l.maxRun,
+		procs:     runtime.GOMAXPROCS(0),
 	}
-	compressed := false // any chunk: picks the read-ahead and worker defaults
-	for c := 0; c < l.ix.NumChunks(); c++ {
-		ci := l.ix.Chunk(0, c)
-		maxPage = max(maxPage, int(ci.DictSize))
-		compressed = compressed || ci.Codec != compress.Codecs.Uncompressed
+	for _, k := range l.proj {
+		for g := 0; g < l.ix.NumPages(k); g++ {
+			s.maxPage = max(s.maxPage, int(l.ix.Locate(k, g).Size))
+		}
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			ci := l.ix.Chunk(k, c)
+			s.maxPage = max(s.maxPage, int(ci.DictSize))
+			s.compressed = s.compressed || ci.Codec != compress.Codecs.Uncompressed
+		}
 	}
-	opts := l.cfg.Engine
-	if opts.SlotSize == 0 {
-		opts.SlotSize = maxPage + 8192 // room for alignment on both ends
+	if s.compressed {
+		s.decodedPage = l.decodedPageEstimate()
 	}
-	perBatch := l.cfg.BatchPages * l.unitMax
-	decoded := 0
-	if compressed {
-		decoded = l.decodedPageEstimate()
+	if e := l.cfg.SharedEngine; e != nil {
+		s.shared, s.sharedWorkers = true, e.Workers()
 	}
-	if l.cfg.Prefetch == 0 {
-		l.cfg.Prefetch = autoPrefetch(perBatch, opts.SlotSize, decoded, compressed)
-	}
-	inflight := perBatch * (l.cfg.Prefetch + 1)
 	if l.cfg.Fetch == Ordered {
-		inflight = l.unitMax
+		s.orderedSpan = s.maxPage // any one page or dictionary of the projection
+		for c := 0; c < l.ix.NumChunks(); c++ {
+			ci := l.ix.Chunk(l.lead, c)
+			s.orderedSpan = max(s.orderedSpan, int(ci.DictSize))
+			end := ci.FirstPage + ci.NumPages
+			for g := ci.FirstPage; g < end; g++ {
+				// A unit spans its pages: up to unitMax from g (a whole
+				// chunk for row groups).
+				last := l.ix.Locate(l.lead, min(g+l.unitMax, end)-1)
+				s.orderedSpan = max(s.orderedSpan, int(last.Offset+int64(last.Size)-l.ix.Locate(l.lead, g).Offset))
+				if l.cfg.Shuffle == ShuffleRowGroup {
+					break
+				}
+			}
+		}
 	}
-	if opts.Workers == 0 {
-		opts.Workers = defaultWorkers(compressed)
-	}
-	if opts.QueueDepth == 0 && l.cfg.IODepth > 0 {
-		opts.QueueDepth = (l.cfg.IODepth + opts.Workers - 1) / opts.Workers
-	}
-	if opts.QueueDepth == 0 {
-		opts.QueueDepth = min(256, max(8, (inflight+opts.Workers-1)/opts.Workers))
-	}
-	if opts.SlotsPerWorker == 0 {
-		// Enough slots for the whole window plus dictionaries, so units
-		// parked for a dictionary never starve the dictionary's read.
-		opts.SlotsPerWorker = max(opts.QueueDepth, (inflight+l.unitMax+opts.Workers-1)/opts.Workers+2)
-	}
-	if opts.Logf == nil {
-		opts.Logf = l.cfg.Logf
-	}
-	if len(opts.CPUSets) == 0 {
+	if len(l.cfg.Engine.CPUSets) == 0 {
 		cpus, err := l.planCPUs()
 		if err != nil {
-			return err
+			return s, err
 		}
-		if cpus != nil {
-			opts.CPUSets = [][]int{cpus}
-		}
+		s.cpus = cpus
 	}
+	return s, nil
+}
+
+// openEngine sizes the loader (planSizing over the summary) and
+// allocates what the sizing says: the engine (unless shared), decoders,
+// the side and dictionary caches, the fetch batches and token buffers.
+func (l *Loader) openEngine() error {
+	sum, err := l.summarize()
+	if err != nil {
+		return err
+	}
+	z, err := planSizing(l.cfg, sum)
+	if err != nil {
+		return err
+	}
+	l.cfg.Prefetch = z.prefetch
+	l.coalesce = z.coalesce
+	opts := z.engine
 	if len(opts.CPUSets) > 0 {
 		l.cpus = opts.CPUSets[0]
 	}
-	slotBytes := int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
-	tokBytes := int64(0)
-	if l.cfg.Output == OutputTokens {
-		tokBytes = int64(l.cfg.BatchRows) * int64(l.cfg.SeqLen) * 4 * int64(l.cfg.Prefetch+2)
-	}
-	// Pages are decoded as they land and held until their batch is
-	// released: the window read ahead, the batch being filled and the
-	// consumer's.
-	window := perBatch * (l.cfg.Prefetch + 2)
-	decBytes := int64(0)
-	if l.cfg.Fetch == Unordered {
-		decBytes = int64(decoded) * int64(window)
-	}
-	if need := slotBytes + tokBytes + decBytes; need > l.cfg.MemoryLimit {
-		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each) and %d MiB of token buffers, limit %d MiB",
-			ErrMemory, slotBytes>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, l.cfg.BatchPages, l.cfg.Prefetch, decBytes>>20, decoded, tokBytes>>20, l.cfg.MemoryLimit>>20)
-	}
+	l.sideC.init(z.mem.side)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {
@@ -384,6 +484,12 @@ func (l *Loader) openEngine() error {
 		}
 		l.eng, l.owned = e, true
 	}
+	// One decoder per engine worker: the engine starts the workers the
+	// sizing asked for, a shared one has the workers summarize counted.
+	l.workers = max(l.eng.Workers(), 1)
+	if l.workers != z.decoders {
+		return fmt.Errorf("rinas: the engine runs %d workers, sized for %d", l.workers, z.decoders)
+	}
 	// Decoded pages live until their batch is released: a pool deep
 	// enough for the whole window reuses their buffers instead of making
 	// the runtime zero (and the kernel fault in) fresh ones for every
@@ -392,12 +498,10 @@ func (l *Loader) openEngine() error {
 	// the allocator's default 64 MiB: it never holds more than the
 	// window's peak.
 	copts := codec.Options{Mem: &codec.PoolAllocator{
-		MaxPerClass:      4 * window,
+		MaxPerClass:      z.poolPerClass,
 		MaxBytesPerClass: l.cfg.MemoryLimit,
 	}}
-	// One decoder per worker of the engine actually used (a shared
-	// engine may have another worker count than Engine.Workers says).
-	l.workers = max(l.eng.Workers(), 1)
+	copts.MaxStateDictBytes = z.dictStateBytes
 	// Page batches hand the decoded pages themselves to the consumer, and
 	// a unit's slots are kept until its batch is recycled: uncompressed
 	// fixed-width pages may then keep their values where the read put
@@ -405,63 +509,43 @@ func (l *Loader) openEngine() error {
 	// their fetch batch, so their pages never alias a slot.
 	wopts := copts
 	wopts.AliasInput = l.cfg.BatchRows == 0
-	l.decs = make([]*codec.Decoder, l.workers)
+	l.decs = make([]*codec.Decoder, z.decoders)
 	for i := range l.decs {
 		l.decs[i] = codec.NewDecoder(wopts)
 	}
 	l.syncD = codec.NewDecoder(copts)
 	if l.cfg.Fetch == Ordered {
 		l.prodD = codec.NewDecoder(copts)
-		span := 0
-		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(0, c)
-			span = max(span, int(ci.DictSize))
-			end := ci.FirstPage + ci.NumPages
-			for g := ci.FirstPage; g < end; g++ {
-				// A unit spans its pages: up to unitMax from g (a whole
-				// chunk for row groups).
-				last := l.ix.Locate(0, min(g+l.unitMax, end)-1)
-				span = max(span, int(last.Offset+int64(last.Size)-l.ix.Locate(0, g).Offset))
-				if l.cfg.Shuffle == ShuffleRowGroup {
-					break
-				}
-			}
-		}
-		var err error
-		if l.direct, err = newDirectReader(span); err != nil {
-			return err
-		}
+		l.direct = newDirectReader(z.directSpan, l.cfg.Engine.Direct)
 	}
 	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
-	l.chunks = make([]*codec.Chunk, l.ix.NumChunks())
-	l.dicts.init()
+	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())
+	l.dicts.init(z.mem.dictCache())
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
 	l.dictQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onDict})
 
-	nfb := l.cfg.Prefetch + 1
-	if l.cfg.Fetch == Ordered {
-		nfb = 2
-	}
-	l.free = make(chan *fetchBatch, nfb)
-	l.ready = make(chan *fetchBatch, nfb+1)
-	for i := 0; i < nfb; i++ {
+	l.free = make(chan *fetchBatch, z.fetchBatches)
+	l.ready = make(chan *fetchBatch, z.fetchBatches+1)
+	for i := 0; i < z.fetchBatches; i++ {
 		fb := &fetchBatch{id: i, units: make([]unit, l.cfg.BatchPages), order: make([]int32, l.cfg.BatchPages),
 			done: make(chan struct{}, 1)}
 		for u := range fb.units {
-			fb.units[u].comps = make([]*engine.Completion, l.unitMax)
-			fb.units[u].data = make([][]byte, l.unitMax)
-			fb.units[u].offs = make([]int64, l.unitMax)
+			fb.units[u].comps = make([]*engine.Completion, z.unitReads)
+			fb.units[u].data = make([][]byte, z.unitReads)
+			fb.units[u].offs = make([]int64, z.unitReads)
+			fb.units[u].side = make([]sideSpan, len(l.sides))
 		}
 		l.fbs = append(l.fbs, fb)
 		l.free <- fb
 	}
-	if l.cfg.Output == OutputTokens {
-		l.tokBufs = make(chan *tokenBuf, l.cfg.Prefetch+2)
-		for i := 0; i < l.cfg.Prefetch+2; i++ {
-			b, err := newTokenBuf(l.cfg.BatchRows, l.cfg.SeqLen)
+	if z.tokenBufs > 0 {
+		l.tokBufs = make(chan *tokenBuf, z.tokenBufs)
+		for i := 0; i < z.tokenBufs; i++ {
+			b, err := newTokenBufW(l.cfg.BatchRows, l.cfg.SeqLen, l.cfg.Tokens64)
 			if err != nil {
 				return err
 			}
+			l.tokMapped++
 			if !b.locked && i == 0 {
 				l.cfg.Logf("token buffers are not mlock'ed (RLIMIT_MEMLOCK too low)")
 			}
@@ -481,12 +565,15 @@ func (l *Loader) perm(epoch uint64) perm.Perm {
 func (l *Loader) startEpoch(s *State) error {
 	if s == nil {
 		l.epoch = l.cfg.Epoch
-		sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
-		if err != nil {
+		if err := l.beginEpoch(0, nil); err != nil {
 			return fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		l.shard, l.done, l.exclude = sh, 0, nil
+		l.done, l.exclude = 0, nil
 		return nil
+	}
+	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
+		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
+			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	}
 	if err := l.checkState(s); err != nil {
 		return err
@@ -508,15 +595,19 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch++
 		start, done = 0, 0
 	}
-	sh, err := l.perm(l.epoch).Shard(start, l.cfg.Rank, l.cfg.World)
-	if err != nil {
+	var rem *State
+	if s.Resharded && !s.EpochEnd {
+		rem = s
+	}
+	if err := l.beginEpoch(start, rem); err != nil {
 		return fmt.Errorf("%w: %v", ErrState, err)
 	}
-	l.shard, l.done = sh, done
+	l.done = done
 	if !s.EpochEnd {
+		l.batches = int64(s.Batches)
 		l.exclude = slices.Clone(s.Exclude) // increasing (checkState)
 		l.rows.rng = splitmix(s.RNG)
-		if err := l.rows.restore(s.Pending); err != nil {
+		if err := l.rows.restore(s.Pending, s.Flushed); err != nil {
 			return err
 		}
 	}
@@ -541,6 +632,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if err == nil {
 		l.stats.Batches++
 		l.stats.Rows += int64(b.Rows)
+		l.batches++
 	}
 	return b, err
 }
@@ -607,11 +699,29 @@ func (l *Loader) endEpoch() error {
 		return io.EOF
 	}
 	l.epoch++
-	sh, err := l.perm(l.epoch).Shard(0, l.cfg.Rank, l.cfg.World)
+	if err := l.beginEpoch(0, nil); err != nil {
+		return err
+	}
+	l.done, l.exclude = 0, nil
+	return nil
+}
+
+// beginEpoch plans the consumer's epoch l.epoch from position start (rem:
+// the Reshard state it resumes, or nil; see planEpoch).
+func (l *Loader) beginEpoch(start uint64, rem *State) error {
+	sh, ep, err := l.planEpoch(l.epoch, start, rem)
 	if err != nil {
 		return err
 	}
-	l.shard, l.done, l.exclude = sh, 0, nil
+	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, rem != nil
+	l.stats.DroppedRows += ep.dropped
+	l.stats.PaddedRows += ep.padded
+	switch {
+	case ep.dropped > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d leaves out %d rows so that every rank takes %d steps (DropLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.dropped, ep.steps)
+	case ep.padded > 0:
+		l.cfg.Logf("epoch %d: rank %d of %d repeats %d rows so that every rank takes %d steps (PadLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.padded, ep.steps)
+	}
 	return nil
 }
 
@@ -628,18 +738,25 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		arrs := make([]arrow.Array, 0, fb.n)
+		var segs [][]arrow.Array
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
-		for _, ui := range fb.order[:fb.n] {
+		for _, ui := range l.arrivals(fb)[:fb.n] {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
 				a.Retain()
 				arrs = append(arrs, a)
+				if len(l.sides) > 0 {
+					for _, x := range u.segs[i] {
+						x.Retain()
+					}
+					segs = append(segs, u.segs[i])
+				}
 				b.Pages = append(b.Pages, uint64(u.first+i))
 				b.Rows += p.Rows()
 			}
 		}
-		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: arrs}})
+		b.setColumns(l.columnsOf(arrs, segs))
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
 		fb.out.Store(true)
@@ -650,24 +767,30 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
-	s := &State{Version: stateVersion, Dataset: l.dataset, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
+	end := l.shard.End
+	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
 		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
-		RNG: uint64(l.rows.rng)}
+		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded,
+		End: &end, Cut: slices.Clone(l.ep.cuts)}
+	if len(l.proj) > 1 {
+		s.Columns, s.Lead = l.projNames(), l.ix.Column(l.lead).Path
+	}
 	if l.finished {
 		s.EpochEnd = true
-		s.Done = 0
+		s.Done, s.Batches, s.End, s.Cut = 0, 0, nil, nil
 		return s
 	}
 	s.Exclude = slices.Clone(l.exclude)
 	if fb := l.cur; fb != nil {
 		// Units of the batch being taken in: those already taken.
-		for _, ui := range fb.order[:l.curNext] {
+		for _, ui := range l.arrivals(fb)[:l.curNext] {
 			s.Exclude = append(s.Exclude, fb.units[ui].pos)
 		}
 		s.Done = fb.j0
 		slices.Sort(s.Exclude)
 	}
 	s.Pending = l.rows.pending()
+	s.Flushed = l.atEnd && len(s.Pending) > 0
 	return s
 }
 
@@ -682,6 +805,12 @@ func (l *Loader) Stats() Stats {
 	s.SlowReads = l.sa.slow.Load()
 	s.ZeroCopyPages = l.sa.zeroCopy.Load()
 	s.SkippedPages = l.skips.n.Load()
+	s.SidePages = l.sa.sidePages.Load()
+	s.StraddleReads = l.sa.straddle.Load()
+	s.WholeChunkReads = l.sa.wholeChunk.Load()
+	s.Reads = l.sa.reads.Load()
+	s.SideCacheHits = l.sa.sideHits.Load()
+	s.CoalescedPages = l.sa.coalesced.Load()
 	return s
 }
 
@@ -724,9 +853,17 @@ func (l *Loader) closeAll() error {
 	}
 	l.rows.drop()
 	l.dicts.drop()
+	l.sideC.drop()
 	if l.tokBufs != nil {
+		l.tokMu.Lock()
+		l.tokClosed = true // buffers released from here on are unmapped
+		var parked []*tokenBuf
 		for len(l.tokBufs) > 0 {
-			(<-l.tokBufs).free()
+			parked = append(parked, <-l.tokBufs)
+		}
+		l.tokMu.Unlock()
+		for _, tb := range parked {
+			l.unmapTokBuf(tb)
 		}
 	}
 	errs = append(errs, l.fc.closeAll())
@@ -755,4 +892,25 @@ func trimExclude(ex []uint64, pos uint64) []uint64 {
 		i++
 	}
 	return ex[i:]
+}
+
+// putTokBuf takes a token buffer back from a batch, from any goroutine:
+// parked for the next batch, or unmapped once the loader is closed.
+func (l *Loader) putTokBuf(tb *tokenBuf) {
+	l.tokMu.Lock()
+	if !l.tokClosed {
+		l.tokBufs <- tb // capacity holds every buffer: never blocks
+		l.tokMu.Unlock()
+		return
+	}
+	l.tokMu.Unlock()
+	l.unmapTokBuf(tb)
+}
+
+// unmapTokBuf frees a token buffer for good.
+func (l *Loader) unmapTokBuf(tb *tokenBuf) {
+	tb.free()
+	l.tokMu.Lock()
+	l.tokMapped--
+	l.tokMu.Unlock()
 }

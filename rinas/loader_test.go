@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if relDir != "" {
 		os.RemoveAll(relDir)
 	}
+	if mcDir != "" {
+		os.RemoveAll(mcDir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
@@ -166,7 +169,7 @@ func TestPageShuffleExactlyOnceAcrossRanks(t *testing.T) {
 				var pages []uint64
 				for r := 0; r < world; r++ {
 					cfg := baseConfig(ds, "id")
-					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch = r, world, 8, fetch
+					cfg.Rank, cfg.World, cfg.BatchPages, cfg.Fetch, cfg.KeepUneven = r, world, 8, fetch, true
 					l := openT(t, cfg)
 					ids, pg, _ := drain(t, l, -1)
 					all = append(all, ids...)
@@ -226,7 +229,7 @@ func TestEveryModeDeliversEveryRowOnce(t *testing.T) {
 					var all []int64
 					for r := 0; r < world; r++ {
 						cfg := baseConfig(ds, "id")
-						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows = sh, r, world, 100, 0
+						cfg.Shuffle, cfg.Rank, cfg.World, cfg.BatchRows, cfg.BufferRows, cfg.KeepUneven = sh, r, world, 100, 0, true
 						if sh == ShuffleStream || sh == ShufflePage {
 							cfg.BufferRows = 300
 						}
@@ -357,7 +360,17 @@ func TestResumeUnorderedDeliversTheRest(t *testing.T) {
 	checkExactlyOnce(t, append(head, rest...), ds.rows)
 }
 
+// TestReshardChangesWorldSizeExactly: states of ranks stopped at different
+// steps, resharded to another world, deliver the rest exactly once, with
+// equal steps off (KeepUneven) and on (DropLast, the default for World >
+// 1: the resharded remainder is delivered whole).
 func TestReshardChangesWorldSizeExactly(t *testing.T) {
+	for _, uneven := range []bool{true, false} {
+		t.Run(fmt.Sprintf("keepUneven=%v", uneven), func(t *testing.T) { testReshard(t, uneven) })
+	}
+}
+
+func testReshard(t *testing.T, uneven bool) {
 	ds := testDataset(t, "v2")
 	for _, tc := range []struct {
 		name     string
@@ -370,14 +383,18 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 		{"rows 1->8", 1, 8, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var all []int64
+			var all, want []int64
 			var states []*State
 			for r := 0; r < tc.from; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages = r, tc.from, 4
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.KeepUneven = r, tc.from, 4, uneven || tc.from == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
+				// The original world's epoch uninterrupted: every row, or
+				// the rows less its DropLast tail, which stays left out.
+				ids, _, _ := drain(t, openT(t, cfg), -1)
+				want = append(want, ids...)
 				l := openT(t, cfg)
 				ids, _, st := drain(t, l, 3+r) // ranks stop at different steps
 				all = append(all, ids...)
@@ -389,14 +406,21 @@ func TestReshardChangesWorldSizeExactly(t *testing.T) {
 			}
 			for r := 0; r < tc.to; r++ {
 				cfg := baseConfig(ds, "id")
-				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume = r, tc.to, 4, next[r]
+				cfg.Rank, cfg.World, cfg.BatchPages, cfg.Resume, cfg.KeepUneven = r, tc.to, 4, next[r], uneven || tc.to == 1
 				if tc.rows {
 					cfg.BatchRows, cfg.BufferRows = 40, 90
 				}
 				ids, _, _ := drain(t, openT(t, cfg), -1)
 				all = append(all, ids...)
 			}
-			checkExactlyOnce(t, all, ds.rows)
+			if uneven {
+				checkExactlyOnce(t, all, ds.rows)
+			}
+			slices.Sort(all)
+			slices.Sort(want)
+			if !slices.Equal(all, want) {
+				t.Fatalf("delivered %d rows across the reshard, the original world's epoch %d", len(all), len(want))
+			}
 		})
 	}
 }

@@ -1,7 +1,10 @@
 package rinas
 
 import (
+	"context"
+	"slices"
 	"testing"
+	"unsafe"
 )
 
 func TestPackerSplitsDocumentsAndKeepsOneEOS(t *testing.T) {
@@ -121,5 +124,76 @@ func TestShuffleBufferBoundedAndExactlyOnce(t *testing.T) {
 				t.Fatalf("same seed diverged: %d vs %d", x, y)
 			}
 		}
+	}
+}
+
+// TestTokenBufferHeldAtCloseUnmapped: a tokens batch the consumer still
+// holds at Close stays valid until its Release, which then unmaps its
+// buffer rather than park it for a loader that is gone.
+func TestTokenBufferHeldAtCloseUnmapped(t *testing.T) {
+	ds := testDataset(t, "v2")
+	cfg := baseConfig(ds, "input_ids")
+	cfg.Shuffle, cfg.Fetch, cfg.Output, cfg.SeqLen, cfg.BatchRows, cfg.EOS = ShuffleNone, Ordered, OutputTokens, 128, 4, -7
+	l, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]int32(nil), b.Tokens...)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.tokMapped != 1 {
+		t.Fatalf("%d token buffers mapped after Close with one batch held, want 1", l.tokMapped)
+	}
+	if !slices.Equal(b.Tokens, want) {
+		t.Fatal("a held batch's tokens changed at Close")
+	}
+	b.Release()
+	if l.tokMapped != 0 {
+		t.Fatalf("%d token buffers still mapped after the held batch's Release", l.tokMapped)
+	}
+}
+
+// TestTokenBufOutsideGoHeap checks that everything a tokens batch hands
+// out (tokens, position ids, loss mask, cu_seqlens) lies in the buffer's
+// own mapping, also when every token ends a document (the most segments a
+// batch can hold): a C caller may keep those pointers until Release.
+func TestTokenBufOutsideGoHeap(t *testing.T) {
+	for _, wide := range []bool{false, true} {
+		buf, err := newTokenBufW(3, 5, wide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := packer{eos: 0, pad: 0}
+		p.reset(buf)
+		for !p.full() {
+			p.add(nil) // an empty document: one EOS, one segment each
+		}
+		p.finish()
+		lo := uintptr(unsafe.Pointer(&buf.mem[0]))
+		hi := lo + uintptr(len(buf.mem))
+		in := func(name string, ptr unsafe.Pointer, n, size int) {
+			t.Helper()
+			a := uintptr(ptr)
+			if a < lo || a+uintptr(n*size) > hi {
+				t.Fatalf("wide=%v: %s [%#x, +%d) outside the mapping [%#x, %#x)", wide, name, a, n*size, lo, hi)
+			}
+		}
+		if wide {
+			in("tokens64", unsafe.Pointer(&buf.tokens64[0]), len(buf.tokens64), 8)
+		} else {
+			in("tokens", unsafe.Pointer(&buf.tokens[0]), len(buf.tokens), 4)
+		}
+		in("pos", unsafe.Pointer(&buf.pos[0]), len(buf.pos), 4)
+		in("mask", unsafe.Pointer(&buf.mask[0]), len(buf.mask), 1)
+		if len(buf.cu) != 3*5+1 {
+			t.Fatalf("wide=%v: %d cu_seqlens entries, want one per token plus one", wide, len(buf.cu))
+		}
+		in("cu", unsafe.Pointer(&buf.cu[0]), len(buf.cu), 4)
+		buf.free()
 	}
 }

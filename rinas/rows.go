@@ -3,8 +3,7 @@ package rinas
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -20,6 +19,18 @@ type rowItem struct {
 	ref RowRef
 	arr arrow.Array
 	i   int
+	// cols hold the row in the other projected columns, at index ci of
+	// each (several columns; each retained once per item).
+	cols []arrow.Array
+	ci   int
+}
+
+// release drops the item's references.
+func (it *rowItem) release() {
+	it.arr.Release()
+	for _, a := range it.cols {
+		a.Release()
+	}
 }
 
 func (it *rowItem) tok() int     { return int(it.ref.Tok) }
@@ -53,10 +64,29 @@ func (r *rowStream) push(u *unit) {
 		if u.row >= 0 {
 			lo, hi = int(u.row), int(u.row)+1
 		}
+		var cols []arrow.Array
+		if len(r.l.sides) > 0 {
+			// each side's rows [lo, hi) of this page; u.segs is reused
+			// once the unit's batch is recycled
+			cols = slices.Clone(u.segs[k])
+		}
 		for i := lo; i < hi; i++ {
 			a.Retain()
-			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i})
+			for _, c := range cols {
+				c.Retain()
+			}
+			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo})
 		}
+	}
+	if u.limit >= 0 && int64(len(rows)) > u.limit {
+		// The share's last unit, cut for equal steps: its first rows in
+		// page order, before any shuffle, so that what is left out does
+		// not depend on the generator's history (Reshard carries the cut
+		// to another world, whose generators differ).
+		for i := range rows[u.limit:] {
+			rows[int(u.limit)+i].release()
+		}
+		rows = rows[:u.limit]
 	}
 	if r.l.cfg.Shuffle == ShuffleRowGroup {
 		// Reimu: rows of the block shuffled in memory.
@@ -111,12 +141,12 @@ func (r *rowStream) pending() []RowRef {
 // drop releases every row held.
 func (r *rowStream) drop() {
 	for _, it := range r.out {
-		it.arr.Release()
+		it.release()
 	}
 	r.out = nil
 	if r.buf != nil {
 		for _, it := range r.buf.items {
-			it.arr.Release()
+			it.release()
 		}
 		r.buf.items, r.buf.refs = r.buf.items[:0], r.buf.refs[:0]
 	}
@@ -124,15 +154,22 @@ func (r *rowStream) drop() {
 
 // restore rebuilds the pending rows of a State by reading their pages
 // synchronously. The rows go to the buffer (in order) up to its capacity
-// and the rest to the FIFO ahead of them, as pending() listed them.
-func (r *rowStream) restore(refs []RowRef) error {
+// and the rest to the FIFO ahead of them, as pending() listed them; all to
+// the FIFO when the buffer had been flushed at the epoch's end.
+func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 	if len(refs) == 0 {
 		return nil
 	}
 	pages := map[uint64]*codec.Page{}
+	sides := map[uint64][]arrow.Array{}
 	defer func() {
 		for _, p := range pages {
 			p.Release()
+		}
+		for _, cols := range sides {
+			for _, a := range cols {
+				a.Release()
+			}
 		}
 	}()
 	items := make([]rowItem, 0, len(refs))
@@ -144,6 +181,13 @@ func (r *rowStream) restore(refs []RowRef) error {
 				return err
 			}
 			pages[ref.Page] = p
+			if len(r.l.sides) > 0 {
+				cols, err := r.l.readSidesSync(int(ref.Page), p.Rows())
+				if err != nil {
+					return err
+				}
+				sides[ref.Page] = cols
+			}
 		}
 		a := p.Array()
 		if int(ref.Row) >= a.Len() {
@@ -162,10 +206,14 @@ func (r *rowStream) restore(refs []RowRef) error {
 			}
 		}
 		a.Retain()
-		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row)})
+		cols := sides[ref.Page]
+		for _, c := range cols {
+			c.Retain()
+		}
+		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row), cols: cols, ci: int(ref.Row)})
 	}
 	nbuf := 0
-	if r.buf != nil {
+	if r.buf != nil && !flushed {
 		nbuf = min(len(items), r.buf.cap)
 	}
 	r.out = append(r.out, items[:len(items)-nbuf]...)
@@ -181,6 +229,12 @@ func (r *rowStream) restore(refs []RowRef) error {
 // nextRows cuts a batch of BatchRows rows from the row stream, taking in
 // landed units as needed.
 func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
+	if l.ep.force && l.batches >= l.ep.steps {
+		// Len's batches are out: the rest of the epoch is dropped.
+		if err := l.dropRest(ctx); err != nil {
+			return nil, err
+		}
+	}
 	want := l.cfg.BatchRows
 	var tb *tokenBuf
 	var pk packer
@@ -190,17 +244,17 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad}
+		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad, truncate: l.cfg.Truncate}
 		pk.reset(tb)
 	}
 	b := &Batch{Epoch: l.epoch, SeqLen: l.cfg.SeqLen}
 	var taken []rowItem
 	giveBack := func() {
 		if tb != nil {
-			l.tokBufs <- tb
+			l.putTokBuf(tb)
 		}
 		for _, it := range taken {
-			it.arr.Release()
+			it.release()
 		}
 	}
 	full := func() bool {
@@ -222,7 +276,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 					break // the row continues in the next batch
 				}
 				b.Refs = append(b.Refs, it.ref)
-				it.arr.Release()
+				it.release()
 			} else {
 				taken = append(taken, *it)
 				b.Refs = append(b.Refs, it.ref)
@@ -231,7 +285,7 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 			continue
 		}
 		if l.cur != nil && l.curNext < l.cur.n {
-			u := &l.cur.units[l.cur.order[l.curNext]]
+			u := &l.cur.units[l.arrivals(l.cur)[l.curNext]]
 			l.curNext++
 			l.rows.push(u)
 			continue
@@ -245,6 +299,9 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		if l.atEnd {
 			if len(b.Refs) > 0 || (tb != nil && pk.pos > 0) {
 				break // the epoch's last, short batch
+			}
+			if l.ep.force && l.batches < l.ep.steps {
+				break // an empty batch, all padding, up to Len
 			}
 			l.atEnd = false
 			if err := l.endEpoch(); err != nil {
@@ -270,55 +327,152 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 	b.Rows = len(b.Refs)
 	if tb != nil {
 		b.Fill = pk.finish()
-		b.Tokens = tb.tokens
-		b.free = func() { l.tokBufs <- tb }
+		b.Tokens, b.Tokens64 = tb.tokens, tb.tokens64
+		b.PositionIDs, b.CuSeqlens, b.LossMask = tb.pos, tb.cu, tb.mask
+		b.free = func() { l.putTokBuf(tb) }
 		return b, nil
 	}
 	if len(taken) > 0 {
-		arr, err := concatRows(taken)
+		cols, err := l.concatColumns(taken)
 		for _, it := range taken {
-			it.arr.Release()
+			it.release()
 		}
 		if err != nil {
 			return nil, err
 		}
-		b.setColumns([]Column{{Name: l.ix.Column(0).Path, Arrays: []arrow.Array{arr}}})
+		b.setColumns(cols)
 	}
 	return b, nil
+}
+
+// concatColumns builds one array per projected column of the rows.
+func (l *Loader) concatColumns(rows []rowItem) ([]Column, error) {
+	lead, err := concatRows(rows)
+	if err != nil {
+		return nil, err
+	}
+	segs := [][]arrow.Array{make([]arrow.Array, 0, len(l.sides))}
+	if len(l.sides) > 0 {
+		side := make([]rowItem, len(rows))
+		for s := range l.sides {
+			for i, it := range rows {
+				side[i] = rowItem{arr: it.cols[s], i: it.ci}
+			}
+			a, err := concatRows(side)
+			if err != nil {
+				lead.Release()
+				for _, x := range segs[0] {
+					x.Release()
+				}
+				return nil, err
+			}
+			segs[0] = append(segs[0], a)
+		}
+	}
+	return l.columnsOf([]arrow.Array{lead}, segs), nil
+}
+
+// dropRest drops what is left of the epoch (tokens output past Len's
+// last batch): the rows held and every unit not yet taken in, counted in
+// Stats.DroppedRows; then it moves to the next epoch.
+func (l *Loader) dropRest(ctx context.Context) error {
+	n := int64(len(l.rows.out))
+	if l.rows.buf != nil {
+		n += int64(len(l.rows.buf.items))
+	}
+	l.rows.drop()
+	count := func(fb *fetchBatch, from int) {
+		for _, ui := range l.arrivals(fb)[from:fb.n] {
+			for _, p := range fb.units[ui].pages {
+				n += int64(p.Rows())
+			}
+		}
+	}
+	if l.cur != nil {
+		count(l.cur, l.curNext)
+		l.done = l.cur.jEnd
+		l.recycle(l.cur)
+		l.cur = nil
+	}
+	for !l.atEnd {
+		fb, err := l.take(ctx)
+		if err != nil {
+			return err
+		}
+		if fb == nil {
+			break
+		}
+		count(fb, 0)
+		l.done = fb.jEnd
+		l.recycle(fb)
+	}
+	l.atEnd = false
+	l.stats.DroppedRows += n
+	if n > 0 {
+		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, n, l.ep.steps)
+	}
+	return l.endEpoch()
 }
 
 // packRow packs the tokens of one row; it reports whether the whole row
 // (and its EOS) went in. A partly packed row keeps its rest in place.
 func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
+	var n int
+	var complete bool
+	var err error
 	switch a := it.arr.(type) {
 	case *array.List:
-		vals, ok := a.ListValues().(*array.Int32)
-		if !ok {
-			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32", a.ListValues().DataType())
-		}
 		if a.IsNull(it.i) {
 			return true, nil
 		}
 		lo, hi := a.ValueOffsets(it.i)
-		doc := vals.Int32Values()[lo:hi]
-		doc = doc[it.tok():]
-		n, complete := pk.add(doc)
-		it.setTok(it.tok() + n)
-		return complete, nil
+		lo += int64(it.tok())
+		switch v := a.ListValues().(type) {
+		case *array.Int32:
+			n, complete, err = addTokens(pk, v.Int32Values()[lo:hi])
+		case *array.Int64:
+			n, complete, err = addTokens(pk, v.Int64Values()[lo:hi])
+		case *array.Uint16:
+			n, complete, err = addTokens(pk, v.Uint16Values()[lo:hi])
+		case *array.Uint32:
+			n, complete, err = addTokens(pk, v.Uint32Values()[lo:hi])
+		default:
+			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32, int64, uint16 or uint32", a.ListValues().DataType())
+		}
 	case *array.Int32:
-		if a.IsNull(it.i) {
-			return true, nil
-		}
-		v := [1]int32{a.Value(it.i)}
-		if pk.room() == 0 {
-			return false, nil
-		}
-		pk.buf.tokens[pk.pos] = v[0]
-		pk.pos++
-		pk.filled++
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Int64:
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Uint16:
+		return packOne(pk, a, it.i, a.Value)
+	case *array.Uint32:
+		return packOne(pk, a, it.i, a.Value)
+	default:
+		return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+	}
+	if err != nil {
+		loc := l.ix.Locate(l.lead, int(it.ref.Page))
+		return false, fmt.Errorf("rinas: %s: page at offset %d, row %d: %w", l.ix.File(loc.File).Path, loc.Offset, it.ref.Row, err)
+	}
+	it.setTok(it.tok() + n)
+	return complete, nil
+}
+
+// packOne packs the single token of a row of a flat column (no EOS: each
+// row is one token of a stream).
+func packOne[T int32 | int64 | uint16 | uint32](pk *packer, a arrow.Array, i int, value func(int) T) (bool, error) {
+	if a.IsNull(i) {
 		return true, nil
 	}
-	return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+	if pk.room() == 0 {
+		return false, nil
+	}
+	v := int64(value(i))
+	if pk.buf.tokens64 == nil && (v > math.MaxInt32 || v < math.MinInt32) {
+		return false, errTokenRange{v}
+	}
+	pk.put(v)
+	return true, nil
 }
 
 // concatRows builds one array of the rows, in order. list<int32> (token
@@ -340,7 +494,18 @@ func concatRows(rows []rowItem) (arrow.Array, error) {
 				}
 				lo, hi := a.ValueOffsets(it.i)
 				b.Append(true)
-				vb.AppendValues(a.ListValues().(*array.Int32).Int32Values()[lo:hi], nil)
+				vals := a.ListValues().(*array.Int32)
+				if vals.NullN() == 0 {
+					vb.AppendValues(vals.Int32Values()[lo:hi], nil)
+					continue
+				}
+				for j := int(lo); j < int(hi); j++ { // null elements stay null
+					if vals.IsNull(j) {
+						vb.AppendNull()
+					} else {
+						vb.Append(vals.Value(j))
+					}
+				}
 			}
 			return b.NewArray(), nil
 		}
@@ -373,43 +538,54 @@ func concatRows(rows []rowItem) (arrow.Array, error) {
 // readPageSync reads and decodes page g on the calling goroutine (resume,
 // and rows longer than two pages).
 func (l *Loader) readPageSync(g int) (*codec.Page, error) {
-	loc := l.ix.Locate(0, g)
-	if err := l.prepareChunk(loc.Chunk); err != nil {
+	loc := l.ix.Locate(l.lead, g)
+	if err := l.prepareChunk(l.lead, loc.Chunk); err != nil {
 		return nil, err
 	}
-	dict, err := l.syncDict(loc.Chunk)
+	dict, err := l.syncDict(l.lead, loc.Chunk)
 	if err != nil {
 		return nil, err
 	}
-	p, err := l.extendSpan(l.syncD, loc.Chunk, dict, nil, nil, g, preadFile)
+	p, err := l.extendSpan(l.syncD, l.lead, loc.Chunk, dict, nil, nil, g, preadFile)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.checkPage(g, p); err != nil {
+	if err := l.checkPage(l.lead, g, p); err != nil {
 		p.Release()
 		return nil, err
 	}
 	return p, nil
 }
 
-func (l *Loader) syncDict(c int) (*codec.Dictionary, error) {
-	ci := l.ix.Chunk(0, c)
+// syncDict returns the dictionary of chunk c of column k (nil when it has
+// none), read synchronously on the consumer when not cached.
+func (l *Loader) syncDict(k, c int) (*codec.Dictionary, error) {
+	return l.cachedDict(k, c, l.syncD, preadFile)
+}
+
+// cachedDict returns the dictionary of chunk c of column k from the
+// cache, or reads it with read, decodes it with dec and caches it.
+func (l *Loader) cachedDict(k, c int, dec *codec.Decoder, read readFunc) (*codec.Dictionary, error) {
+	ci := l.ix.Chunk(k, c)
 	if ci.DictSize == 0 {
 		return nil, nil
 	}
-	if d, ok := l.dicts.lookup(c); ok {
+	key := l.key(k, c)
+	if d, ok := l.dicts.lookup(key); ok {
 		return d, nil
 	}
-	ch := l.chunks[c]
-	b, err := preadFile(ch.Path, ci.DictOffset, int(ci.DictSize))
+	ch := l.chunks[key]
+	b, err := read(ch.Path, ci.DictOffset, int(ci.DictSize))
 	if err != nil {
 		return nil, err
 	}
-	d, err := l.syncD.Dictionary(ch, b, ci.DictOffset)
+	d, err := dec.Dictionary(ch, b, ci.DictOffset)
 	if err != nil {
 		return nil, err
 	}
-	l.dicts.store(c, d)
+	if err := l.dicts.store(key, d, func() string { return l.chunkName(key) }); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -428,17 +604,17 @@ func (l *Loader) slowSpan(dec *codec.Decoder, u *unit, k int, dict *codec.Dictio
 		// u's pages sit in slots or a shared buffer that the reads reuse.
 		bufs, offs = append(bufs, slices.Clone(u.data[i])), append(offs, u.offs[i])
 	}
-	return l.extendSpan(dec, u.chunk, dict, bufs, offs, u.first+u.n, read)
+	return l.extendSpan(dec, l.lead, u.chunk, dict, bufs, offs, u.first+u.n, read)
 }
 
-// extendSpan reads the pages of chunk c from page next on, appending each
-// to bufs, and decodes the span of bufs until its last row ends, the chunk
-// ends or 64 pages are held.
-func (l *Loader) extendSpan(dec *codec.Decoder, c int, dict *codec.Dictionary, bufs [][]byte, offs []int64, next int, read readFunc) (*codec.Page, error) {
-	ch := l.chunks[c]
-	end := l.chunkEnd(c)
+// extendSpan reads the pages of chunk c of column k from page next on,
+// appending each to bufs, and decodes the span of bufs until its last row
+// ends, the chunk ends or 64 pages are held.
+func (l *Loader) extendSpan(dec *codec.Decoder, k, c int, dict *codec.Dictionary, bufs [][]byte, offs []int64, next int, read readFunc) (*codec.Page, error) {
+	ch := l.chunks[l.key(k, c)]
+	end := l.chunkEnd(k, c)
 	for g := next; g < end && len(bufs) < 64; g++ {
-		loc := l.ix.Locate(0, g)
+		loc := l.ix.Locate(k, g)
 		b, err := read(ch.Path, loc.Offset, int(loc.Size))
 		if err != nil {
 			return nil, err
@@ -458,21 +634,4 @@ func (l *Loader) extendSpan(dec *codec.Decoder, c int, dict *codec.Dictionary, b
 		first = offs[0]
 	}
 	return nil, fmt.Errorf("rinas: %s: a row of page at offset %d spans more than 64 pages", ch.Path, first)
-}
-
-func preadFile(path string, off int64, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	m, err := f.ReadAt(b, off)
-	if err == io.EOF {
-		return nil, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", m, n)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("rinas: read %s at offset %d: %w", path, off, err)
-	}
-	return b, nil
 }

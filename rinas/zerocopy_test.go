@@ -7,7 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/engine/enginetest"
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -23,11 +23,11 @@ func TestZeroCopyPagesMatchReference(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		fetch  Fetch
-		faults *engine.RateFaults
+		faults *enginetest.RateFaults
 	}{
 		{"unordered", Unordered, nil},
 		{"ordered", Ordered, nil},
-		{"unordered/faults", Unordered, &engine.RateFaults{Short: 0.05, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 9}},
+		{"unordered/faults", Unordered, &enginetest.RateFaults{Short: 0.05, EAGAIN: 0.02, EINTR: 0.02, ECANCELED: 0.02, Seed: 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := baseConfig(ds, "input_ids")

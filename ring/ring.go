@@ -31,10 +31,20 @@ import (
 // ErrClosed is returned by calls on a closed Ring.
 var ErrClosed = errors.New("ring: closed")
 
+// ErrUnsupportedFlags is returned by setup for flags whose discipline this
+// binding does not implement: SQPOLL (a kernel thread takes SQEs, and must
+// be woken when it sleeps; Withdraw would race it) and IOPOLL (completions
+// must be polled for, and only O_DIRECT reads of polled block devices
+// complete: not the eventfd wakeup read, nor buffered reads).
+var ErrUnsupportedFlags = errors.New("ring: unsupported setup flags")
+
+// UnsupportedFlags are the setup flags NewWithFlags refuses.
+const UnsupportedFlags = SetupSQPoll | SetupIOPoll
+
 // Error is a failed io_uring system call.
 type Error struct {
 	Op  string // "setup", "enter", "register buffers", ...
-	Err error  // a syscall.Errno
+	Err error  // a syscall.Errno, or ErrUnsupportedFlags at setup
 }
 
 func (e *Error) Error() string { return "ring: " + e.Op + ": " + e.Err.Error() }
@@ -81,7 +91,8 @@ var Ladder = []uint32{
 func New(entries uint32) (*Ring, error) { return NewLadder(entries, Ladder) }
 
 // NewLadder is New with the given ladder of setup flags; the first rung the
-// kernel accepts wins, and only EINVAL moves on to the next.
+// kernel accepts wins, and only EINVAL moves on to the next (a rung with
+// unsupported flags fails the call).
 func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
 	if len(ladder) == 0 {
 		return nil, &Error{Op: "setup", Err: unix.EINVAL}
@@ -100,10 +111,14 @@ func NewLadder(entries uint32, ladder []uint32) (*Ring, error) {
 	return nil, err
 }
 
-// NewWithFlags sets up a ring with exactly the given setup flags.
+// NewWithFlags sets up a ring with exactly the given setup flags. SQPOLL
+// and IOPOLL fail with ErrUnsupportedFlags.
 func NewWithFlags(entries uint32, flags uint32) (*Ring, error) {
 	if entries == 0 {
 		return nil, &Error{Op: "setup", Err: unix.EINVAL}
+	}
+	if bad := flags & UnsupportedFlags; bad != 0 {
+		return nil, &Error{Op: "setup", Err: fmt.Errorf("%w: %s", ErrUnsupportedFlags, FlagsString(bad))}
 	}
 	var p params
 	p.Flags = flags
@@ -265,6 +280,23 @@ func (r *Ring) SQSpace() uint32 {
 
 // Pending returns the number of SQEs prepared and not yet taken by the kernel.
 func (r *Ring) Pending() uint32 { return r.sqeTail - atomic.LoadUint32(r.sqHead) }
+
+// Withdraw takes back every SQE prepared and not yet taken by the kernel,
+// calling fn with each one's user_data, oldest first, and returns how
+// many: after an io_uring_enter failed, the entries it did not submit
+// would otherwise go to the kernel with the next one. It relies on the
+// kernel taking SQEs only inside io_uring_enter, which holds for every
+// ring New sets up (no SQPOLL).
+func (r *Ring) Withdraw(fn func(userData uint64)) int {
+	head := atomic.LoadUint32(r.sqHead)
+	for i := head; i != r.sqeTail; i++ {
+		fn(r.sqes[i&r.sqMask].UserData)
+	}
+	n := int(r.sqeTail - head)
+	r.sqeTail = head
+	atomic.StoreUint32(r.sqTail, head)
+	return n
+}
 
 // PrepNop makes e a no-op.
 func (e *SQE) PrepNop(userData uint64) {

@@ -407,3 +407,67 @@ func TestNewLadderDropsRefusedRungs(t *testing.T) {
 		t.Fatalf("empty ladder: %v", err)
 	}
 }
+
+// TestWithdraw: SQEs taken back after a failed enter never reach the
+// kernel, and the ring goes on from where the kernel stopped.
+func TestWithdraw(t *testing.T) {
+	r := newRing(t, 8)
+	cqes := make([]CQE, 16)
+	submitNops := func(from, n uint64) {
+		for i := from; i < from+n; i++ {
+			r.GetSQE().PrepNop(i)
+		}
+	}
+	submitNops(1, 2)
+	if _, err := r.SubmitAndWait(2); err != nil {
+		t.Fatal(err)
+	}
+	if k := r.Reap(cqes); k != 2 {
+		t.Fatalf("reaped %d", k)
+	}
+	submitNops(10, 3) // as if the enter that would submit them failed
+	var got []uint64
+	if n := r.Withdraw(func(ud uint64) { got = append(got, ud) }); n != 3 || len(got) != 3 || got[0] != 10 || got[2] != 12 {
+		t.Fatalf("Withdraw = %d, %v; want 3, [10 11 12]", n, got)
+	}
+	if r.Pending() != 0 || r.SQSpace() != r.SQEntries() {
+		t.Fatalf("pending %d, space %d after Withdraw", r.Pending(), r.SQSpace())
+	}
+	submitNops(20, 1)
+	if n, err := r.SubmitAndWait(1); err != nil || n != 1 {
+		t.Fatalf("SubmitAndWait = %d, %v; want 1", n, err)
+	}
+	if k := r.Reap(cqes); k != 1 || cqes[0].UserData != 20 {
+		t.Fatalf("reaped %d, first user_data %d; want only 20", k, cqes[0].UserData)
+	}
+}
+
+// TestUnsupportedFlagsRefused: SQPOLL and IOPOLL rings need a submission
+// and completion discipline this binding does not implement (waking the
+// SQ thread, polling for completions); asking for them fails at setup
+// with ErrUnsupportedFlags instead of a ring that hangs or fails reads.
+func TestUnsupportedFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags uint32
+	}{
+		{"SQPOLL", SetupSQPoll},
+		{"IOPOLL", SetupIOPoll},
+		{"SQPOLL|SINGLE_ISSUER", SetupSQPoll | SetupSingleIssuer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewWithFlags(8, tc.flags)
+			if err == nil {
+				r.Close()
+			}
+			var re *Error
+			if !errors.Is(err, ErrUnsupportedFlags) || !errors.As(err, &re) || re.Op != "setup" {
+				t.Fatalf("NewWithFlags(%s) = %v, want a setup error wrapping ErrUnsupportedFlags", tc.name, err)
+			}
+			// A ladder does not step over it either: it is not EINVAL.
+			if _, err := NewLadder(8, []uint32{tc.flags, 0}); !errors.Is(err, ErrUnsupportedFlags) {
+				t.Fatalf("NewLadder(%s, none) = %v, want ErrUnsupportedFlags", tc.name, err)
+			}
+		})
+	}
+}

@@ -8,6 +8,10 @@
 #     (`pagebench --parquet --compare`);
 #   - the page index: a build over 1,000 generated files and a sidecar
 #     load (`go test -bench` in index/).
+#   - several columns against one, deterministic against unordered
+#     assembly (pagebench --parquet, alternating);
+#   - the Python binding against the Go loader (python/bench.py) where
+#     an interpreter with numpy and torch is installed.
 # Knobs (environment): RUNTIME (loader, seconds per case, default 5),
 # PAIRS and RAW_RUNTIME and SIZE (raw, default 2, 3s, 1g), FILES and ROWS
 # (dataset, default 8 files of 20000 rows), DIR (scratch, default
@@ -61,6 +65,53 @@ bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$RUNTIME
 		NF >= 9 && first == "" { first = $2; rps = $4; p99 = $7
 			printf "| loader (%s, %s): batch p99 | %s | | |\n", first, size, p99; next }
 		NF >= 9 { printf "| loader rows/s: pagefeed against %s | %s | %s | %s |\n", $2, rps, $4, $9 }' >>"$rows"
+
+# Several columns: id, input_ids and text against input_ids alone, one
+# two epochs each, alternating PAIRS times; read amplification is the disk bytes
+# of the three-column epoch over the on-disk bytes of those columns.
+jq_py() { python3 -c "import json,sys; j=json.load(sys.stdin)['jobs'][0]; print($1)"; }
+echo "results.sh: three columns against input_ids alone ($PAIRS pairs, two epochs each)" >&2
+colbytes=$(bin/pagefeed index "$data" --column id,input_ids,text --json --no-sidecar 2>/dev/null |
+	python3 -c "import json,sys; print(sum(c['bytes'] for c in json.load(sys.stdin)['columns']))")
+one=() three=() amp=()
+for _ in $(seq "$PAIRS"); do
+	one+=("$(bin/pagebench --parquet="$data" --column=input_ids --loops=2 --output-format=json 2>/dev/null | jq_py "j['rows_per_sec']")")
+	out=$(bin/pagebench --parquet="$data" --column=id,input_ids,text --loops=2 --output-format=json 2>/dev/null)
+	three+=("$(jq_py "j['rows_per_sec']" <<<"$out")")
+	amp+=("$(jq_py "j['read']['io_bytes'] / (2 * $colbytes)" <<<"$out")")
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+m1=$(med "${one[@]}") m3=$(med "${three[@]}")
+row "loader rows/s, page shuffle: id, input_ids, text against input_ids alone (two epochs, median of $PAIRS pairs)" \
+	"$(printf '%.0f' "$m3")" "$(printf '%.0f' "$m1")" "$(awk -v a="$m3" -v b="$m1" 'BEGIN { printf "%.2fx", a / b }')"
+row "loader read amplification, three columns: disk bytes ÷ the columns' bytes on disk (median)" \
+	"$(printf '%.2f' "$(med "${amp[@]}")")" "" ""
+
+# Deterministic assembly (batches in plan order) against unordered.
+echo "results.sh: deterministic against unordered assembly ($PAIRS pairs)" >&2
+un=() de=()
+for _ in $(seq "$PAIRS"); do
+	un+=("$(bin/pagebench --parquet="$data" --column=input_ids --runtime="$RUNTIME" --output-format=json 2>/dev/null | jq_py "j['read']['iops']")")
+	de+=("$(bin/pagebench --parquet="$data" --column=input_ids --runtime="$RUNTIME" --deterministic --output-format=json 2>/dev/null | jq_py "j['read']['iops']")")
+done
+mu=$(med "${un[@]}") md=$(med "${de[@]}")
+row "loader pages/s: deterministic against unordered assembly (batch 64, 8 KiB pages, median)" \
+	"$(printf '%.0f' "$md")" "$(printf '%.0f' "$mu")" "$(awk -v a="$md" -v b="$mu" 'BEGIN { printf "%.2fx", a / b }')"
+
+# The Python binding against the Go loader (python/bench.py), where an
+# interpreter with numpy and torch is installed (make deps).
+PY=$(for p in /usr/bin/python3 python3; do if $p -c 'import numpy, torch' >/dev/null 2>&1; then command -v $p; break; fi; done)
+if [ -n "$PY" ]; then
+	echo "results.sh: the Python binding against the Go loader ($PY)" >&2
+	make -s python >/dev/null
+	pyout=$("$PY" python/bench.py --rounds "$((PAIRS + 1))" --seconds 3 --data "$DIR/pycorpus" 2>/dev/null)
+	read -r gm pm ratio <<<"$(awk '/^median:/ { print $3, $6, $9 }' <<<"$pyout" | tr -d ',')"
+	row "tokens/s: DataLoader(PagefeedDataset) against the Go loader (tokens output, median)" "$pm" "$gm" "${ratio}x"
+	ov=$(awk '/^per batch/ { for (i = 1; i <= NF; i++) if ($i == "overhead") { print $(i+2), $(i+3); exit } }' <<<"$pyout")
+	row "Python overhead per batch: next + torch.from_numpy + release, p50, less the Go loader's" "${ov:-?}" "" ""
+else
+	row "the Python binding" "not run: no python3 imports numpy and torch (\`make deps\`)" "" ""
+fi
 
 # The page index: 1,000 files, 1.07M pages.
 echo "results.sh: index build and sidecar load (go test -bench, 3 runs)" >&2

@@ -17,9 +17,10 @@ import (
 	"github.com/pagefeed/pagefeed/rinas"
 )
 
-const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME] [--shuffle=page|row|rowgroup|stream|none]
+const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME[,NAME...]] [--lead-column=NAME] [--coalesce=BYTES] [--side-cache=BYTES] [--shuffle=page|row|rowgroup|stream|none]
     [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
+    [--drop-last | --pad-last | --keep-uneven] [--deterministic]
     [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo|decode] [--direct=0|1] [--pin] [--output-format=normal|json]
        pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME]
 `
@@ -44,7 +45,10 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	direct := 1
 	fs.Var(&paths, "parquet", "Parquet file, directory or glob (repeatable)")
 	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
-	fs.StringVar(&cfg.Column, "column", "", "leaf column to read")
+	fs.StringVar(&cfg.Column, "column", "", "column(s) to read: a leaf or top-level name, or several separated by commas")
+	fs.StringVar(&cfg.LeadColumn, "lead-column", "", "with several columns: the column whose pages define the row spans (default: the most bytes)")
+	fs.Int64Var(&cfg.SideCache, "side-cache", 0, "with several columns: bytes of decoded pages of the other columns held for the next spans (default 64 MiB; -1 off)")
+	fs.IntVar(&cfg.Coalesce, "coalesce", 0, "bytes up to which adjacent pages of a chunk are read in one request (default 1.25 MiB; -1 off)")
 	shuffle := fs.String("shuffle", "page", "page|row|rowgroup|stream|none")
 	fetch := fs.String("fetch", "unordered", "unordered|ordered")
 	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")
@@ -59,8 +63,12 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Epoch, "epoch", 0, "first epoch")
 	fs.IntVar(&cfg.Rank, "rank", 0, "rank")
 	fs.IntVar(&cfg.World, "world", 1, "world size")
+	fs.BoolVar(&cfg.DropLast, "drop-last", false, "equal steps on every rank: leave out the epoch's uneven tail (default for --world > 1)")
+	fs.BoolVar(&cfg.PadLast, "pad-last", false, "equal steps on every rank: repeat units from the start of the epoch's order")
+	fs.BoolVar(&cfg.KeepUneven, "keep-uneven", false, "deliver every unit once; ranks may take different numbers of steps")
+	fs.BoolVar(&cfg.Deterministic, "deterministic", false, "assemble batches in plan order: the same seed gives the same bytes")
 	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
-	ioengine := fs.String("ioengine", "io_uring", "io_uring|psync|mmap")
+	ioengine := fs.String("ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
 	eng := fs.String("engine", "pagefeed", "pagefeed|arrowgo|decode")
 	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,10 +24,10 @@ func init() {
 func runCat(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("cat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	column := fs.String("column", "", "the column to print: dotted leaf path, or a top-level name with one leaf (required)")
+	column := fs.String("column", "", "the column to print: dotted leaf path, or a top-level name with one leaf; several separated by commas print one JSON object per row (required)")
 	format := fs.String("format", "jsonl", "output format; only jsonl")
 	limit := fs.Int64("limit", -1, "print at most N rows (default all)")
-	usage := "usage: pagefeed cat FILE... --column NAME [--format jsonl] [--limit N]"
+	usage := "usage: pagefeed cat FILE... --column NAME[,NAME...] [--format jsonl] [--limit N]"
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
@@ -45,19 +46,23 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	ctx := context.Background()
-	rd, err := index.NewEngineReader(engine.Options{})
+	rd, err := engine.StartRangeReader(engine.Options{})
 	if err != nil {
 		return err
 	}
 	defer rd.Close()
+	names := strings.Split(*column, ",")
 	ix, err := index.Build(ctx, paths, index.Options{
-		Columns:   []string{*column},
+		Columns:   names,
 		NoSidecar: true,
 		Reader:    rd,
 		Logf:      func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed cat: "+f+"\n", a...) },
 	})
 	if err != nil {
 		return err
+	}
+	if len(names) > 1 {
+		return catColumns(ctx, rd, ix, names, *limit, stdout)
 	}
 	if n := ix.NumColumns(); n != 1 {
 		var leaves []string
@@ -76,34 +81,53 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var dict *codec.Dictionary
-		if cr.dict != nil {
-			if dict, err = dec.Dictionary(cr.chunk, cr.dict, cr.dictOff); err != nil {
-				return err
-			}
-		}
-		for j := range cr.pages {
-			pg, err := dec.DecodeSpan(cr.chunk, dict, cr.pages[j:], cr.offs[j:])
-			if err != nil {
-				return err
-			}
+		err = cr.decodePages(dec, func(pg *codec.Page) error {
+			defer pg.Release()
 			arr := pg.Array()
 			for r := 0; r < arr.Len() && left != 0; r++ {
 				line = codec.AppendJSON(line[:0], arr, r)
 				line = append(line, '\n')
 				if _, err := w.Write(line); err != nil {
-					pg.Release()
 					return err
 				}
 				left--
 			}
-			pg.Release()
 			if left == 0 {
-				break
+				return errEnough
 			}
+			return nil
+		})
+		if err != nil && err != errEnough {
+			return err
 		}
 	}
 	return w.Flush()
+}
+
+// errEnough ends decodePages early: the rows asked for are written.
+var errEnough = errors.New("enough rows")
+
+// decodePages decodes cr's data pages in order with dec, its dictionary
+// first, and hands each page to fn, which owns it (and releases it). An
+// error from fn ends the walk and is returned.
+func (cr *chunkRead) decodePages(dec *codec.Decoder, fn func(*codec.Page) error) error {
+	var dict *codec.Dictionary
+	if cr.dict != nil {
+		var err error
+		if dict, err = dec.Dictionary(cr.chunk, cr.dict, cr.dictOff); err != nil {
+			return err
+		}
+	}
+	for j := range cr.pages {
+		pg, err := dec.DecodeSpan(cr.chunk, dict, cr.pages[j:], cr.offs[j:])
+		if err != nil {
+			return err
+		}
+		if err := fn(pg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // chunkRead is one column chunk's pages, read through the engine.
@@ -118,18 +142,17 @@ type chunkRead struct {
 // readChunk reads the dictionary and data pages of chunk c of projected
 // column k in one batch (all reads in flight at once, completed in any
 // order).
-func readChunk(ctx context.Context, rd index.BatchReader, ix *index.Index, k, c int) (*chunkRead, error) {
+func readChunk(ctx context.Context, rd engine.BatchReader, ix *index.Index, k, c int) (*chunkRead, error) {
 	ci := ix.Chunk(k, c)
 	fi := ix.File(ci.File)
-	col := ix.Column(k)
-	cr := &chunkRead{chunk: codec.ChunkOf(col.Descr, ci.Codec, fi.Path, nil)}
-	var rs []index.Range
+	cr := &chunkRead{chunk: codec.ChunkOf(ci.Descr, ci.Codec, fi.Path, nil)}
+	var rs []engine.Range
 	if ci.DictSize > 0 {
-		rs = append(rs, index.Range{Path: fi.Path, Off: ci.DictOffset, Len: int(ci.DictSize)})
+		rs = append(rs, engine.Range{Path: fi.Path, Off: ci.DictOffset, Len: int(ci.DictSize)})
 	}
 	for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
 		loc := ix.Locate(k, g)
-		rs = append(rs, index.Range{Path: fi.Path, Off: loc.Offset, Len: int(loc.Size)})
+		rs = append(rs, engine.Range{Path: fi.Path, Off: loc.Offset, Len: int(loc.Size)})
 	}
 	bufs := make([][]byte, len(rs))
 	errs := make([]error, len(rs))

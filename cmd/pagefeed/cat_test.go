@@ -160,3 +160,75 @@ func TestCatCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// writeIDs writes one int64 column "id", REQUIRED or OPTIONAL (every
+// fourth row null), with or without dictionary and in V1 or V2 pages, and
+// returns the JSON lines it holds.
+func writeIDs(t *testing.T, path string, base int64, optional, dict bool, version parquet.DataPageVersion) []string {
+	t.Helper()
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	var want []string
+	for r := int64(0); r < 600; r++ {
+		if optional && r%4 == 1 {
+			b.AppendNull()
+			want = append(want, "null")
+			continue
+		}
+		v := base + r%3 // mostly small values and zeros
+		b.Append(v)
+		want = append(want, itoa(v))
+	}
+	a := b.NewArray()
+	defer a.Release()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: optional}}, nil)
+	rec := array.NewRecordBatch(sc, []arrow.Array{a}, int64(a.Len()))
+	defer rec.Release()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(version), parquet.WithDataPageSize(256),
+		parquet.WithDictionaryDefault(dict), parquet.WithMaxRowGroupLength(250))
+	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// TestCatMixedSchemas: files that declare a column differently print each
+// with its own declaration, in either order.
+func TestCatMixedSchemas(t *testing.T) {
+	dir := t.TempDir()
+	req, opt := filepath.Join(dir, "req.parquet"), filepath.Join(dir, "opt.parquet")
+	wantReq := writeIDs(t, req, 0, false, true, parquet.DataPageV1)
+	wantOpt := writeIDs(t, opt, 100, true, false, parquet.DataPageV2)
+	for _, tc := range []struct {
+		files []string
+		want  []string
+	}{
+		{[]string{req, opt}, append(append([]string(nil), wantReq...), wantOpt...)},
+		{[]string{opt, req}, append(append([]string(nil), wantOpt...), wantReq...)},
+	} {
+		code, out, errOut := runCmd(t, append([]string{"cat", "--column", "id"}, tc.files...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.files, code, errOut)
+		}
+		got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		if len(got) != len(tc.want) {
+			t.Fatalf("%v: %d lines, want %d", tc.files, len(got), len(tc.want))
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Fatalf("%v: line %d is %s, the file holds %s", tc.files, i, got[i], tc.want[i])
+			}
+		}
+	}
+}

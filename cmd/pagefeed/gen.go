@@ -49,6 +49,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.RowsPerFile, "rows-per-file", 1000, "rows (documents) per file")
 	fs.StringVar(&c.Codec, "codec", "zstd", "zstd|snappy|gzip|lz4_raw|brotli|none")
 	fs.Int64Var(&c.PageSize, "page-size", 1<<20, "target data page size in `bytes`")
+	fs.Int64Var(&c.ScalarPageSize, "scalar-page-size", 0, "target page size in `bytes` of the id and text columns (default: --page-size)")
 	fs.Int64Var(&c.RowGroupRows, "row-group-rows", 0, "rows per row group (default: rows-per-file)")
 	fs.IntVar(&c.PageVersion, "page-version", 1, "data page version, 1 or 2")
 	fs.Var(&pageIndex, "page-index", "write column and offset indexes: on|off")
@@ -58,7 +59,7 @@ func runGen(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&c.Parallelism, "parallel", 1, "files written at once")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: pagefeed gen --out DIR [--files N] [--rows-per-file N] [--codec C] [--page-size BYTES] [--row-group-rows N] [--page-version 1|2] [--page-index on|off] [--dictionary on|off] [--seed S]")
+		fmt.Fprintln(stderr, "usage: pagefeed gen --out DIR [--files N] [--rows-per-file N] [--codec C] [--page-size BYTES] [--scalar-page-size BYTES] [--row-group-rows N] [--page-version 1|2] [--page-index on|off] [--dictionary on|off] [--seed S]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 )
 
@@ -18,8 +19,15 @@ func init() {
 // stringList is a repeatable string flag.
 type stringList []string
 
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*s = append(*s, x)
+		}
+	}
+	return nil
+}
 
 // indexReport is the JSON of `pagefeed index --json`.
 type indexReport struct {
@@ -36,6 +44,21 @@ type indexReport struct {
 	SidecarPath   string  `json:"sidecar_path,omitempty"`
 	ReusedFiles   int     `json:"reused_files,omitempty"` // from a stale sidecar, not re-read
 	Columns       []col   `json:"columns"`
+	// Spans, with several columns, describes the row spans a loader's
+	// page shuffle would use: one per page of the lead column (the one
+	// with the most bytes), and how many pages of each other column a
+	// span reads on average.
+	Spans *spans `json:"spans,omitempty"`
+}
+
+type spans struct {
+	Lead         string             `json:"lead"`
+	Spans        int                `json:"spans"`
+	PagesPerSpan map[string]float64 `json:"pages_per_span"`
+	// Unknown counts lead pages whose first row the index does not know
+	// (no span can be cut there) and other columns' chunks read whole.
+	UnknownLead int `json:"unknown_lead_pages,omitempty"`
+	WholeChunks int `json:"whole_chunks,omitempty"`
 }
 
 // source counts column chunks by where their page locations came from.
@@ -47,6 +70,7 @@ type source struct {
 type col struct {
 	Path  string `json:"path"`
 	Pages int    `json:"pages"`
+	Bytes int64  `json:"bytes"` // data pages, headers included
 }
 
 // runIndex: pagefeed index PATH... [--column NAME]... [--sidecar FILE |
@@ -55,7 +79,7 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("index", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cols stringList
-	fs.Var(&cols, "column", "project this column (dotted leaf path or top-level name); repeatable; default all")
+	fs.Var(&cols, "column", "project these columns (dotted leaf paths or top-level names, comma-separated); repeatable; default all")
 	sidecar := fs.String("sidecar", "", "sidecar `file` (default: next to the dataset)")
 	noSidecar := fs.Bool("no-sidecar", false, "neither read nor write a sidecar")
 	walk := fs.Bool("header-walk", false, "ignore offset indexes and walk page headers")
@@ -83,13 +107,17 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	if *sidecar != "" && *noSidecar {
 		return fmt.Errorf("--sidecar and --no-sidecar exclude each other")
 	}
+	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed index: "+f+"\n", a...) }
+	rd := engine.OpenBatchReader(*par, logf)
+	defer rd.Close()
 	ix, err := index.Build(context.Background(), paths, index.Options{
+		Reader:      rd,
 		Columns:     cols,
 		Sidecar:     *sidecar,
 		NoSidecar:   *noSidecar,
 		HeaderWalk:  *walk,
 		Parallelism: *par,
-		Logf:        func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed index: "+f+"\n", a...) },
+		Logf:        logf,
 	})
 	if err != nil {
 		return err
@@ -109,7 +137,14 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 		r.BytesPerPage = float64(st.ResidentBytes) / float64(st.Pages)
 	}
 	for k := 0; k < ix.NumColumns(); k++ {
-		r.Columns = append(r.Columns, col{Path: ix.Column(k).Path, Pages: ix.NumPages(k)})
+		c := col{Path: ix.Column(k).Path, Pages: ix.NumPages(k)}
+		for g := 0; g < c.Pages; g++ {
+			c.Bytes += int64(ix.Locate(k, g).Size)
+		}
+		r.Columns = append(r.Columns, c)
+	}
+	if ix.NumColumns() > 1 {
+		r.Spans = spanReport(ix, r.Columns)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(r)
@@ -119,7 +154,15 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "column chunks  %d (offset index %d, header walk %d)\n", r.ColumnChunks, r.Source.OffsetIndex, r.Source.HeaderWalk)
 	fmt.Fprintf(stdout, "pages          %d\n", r.Pages)
 	for _, c := range r.Columns {
-		fmt.Fprintf(stdout, "  %-28s %d\n", c.Path, c.Pages)
+		fmt.Fprintf(stdout, "  %-28s %d (%d bytes)\n", c.Path, c.Pages, c.Bytes)
+	}
+	if sp := r.Spans; sp != nil {
+		fmt.Fprintf(stdout, "spans          %d, led by %s\n", sp.Spans, sp.Lead)
+		for _, c := range r.Columns {
+			if c.Path != sp.Lead {
+				fmt.Fprintf(stdout, "  %-28s %.2f pages per span\n", c.Path, sp.PagesPerSpan[c.Path])
+			}
+		}
 	}
 	fmt.Fprintf(stdout, "rows           %d\n", r.Rows)
 	fmt.Fprintf(stdout, "resident       %d bytes (%.2f per page)\n", r.ResidentBytes, r.BytesPerPage)
@@ -130,4 +173,69 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "sidecar        %s\n", r.Sidecar)
 	}
 	return nil
+}
+
+// spanReport describes the row spans of a page shuffle over several
+// columns: each page of the lead column (the most bytes) is a span, and
+// every other column reads the pages whose rows overlap it.
+func spanReport(ix *index.Index, cols []col) *spans {
+	lead := 0
+	for k, c := range cols {
+		if c.Bytes > cols[lead].Bytes {
+			lead = k
+		}
+	}
+	sp := &spans{Lead: cols[lead].Path, Spans: ix.NumPages(lead), PagesPerSpan: map[string]float64{}}
+	// chunk-relative first row of page g of column k, -1 unknown
+	rowOf := func(k, g int) int64 {
+		loc := ix.Locate(k, g)
+		if loc.FirstRow < 0 {
+			return -1
+		}
+		ci := ix.Chunk(k, loc.Chunk)
+		return loc.FirstRow - (ci.FirstRow - ix.File(ci.File).FirstRow)
+	}
+	for k := range cols {
+		if k == lead {
+			continue
+		}
+		whole := map[int]bool{}
+		total := 0
+		for g := 0; g < ix.NumPages(lead); g++ {
+			loc := ix.Locate(lead, g)
+			r0 := rowOf(lead, g)
+			if r0 < 0 || loc.NumRows < 0 {
+				if k == (lead+1)%len(cols) {
+					sp.UnknownLead++
+				}
+				continue
+			}
+			r1 := r0 + int64(loc.NumRows)
+			ci := ix.Chunk(k, loc.Chunk)
+			n := 0
+			for h := ci.FirstPage; h < ci.FirstPage+ci.NumPages; h++ {
+				a := rowOf(k, h)
+				if a < 0 {
+					whole[loc.Chunk] = true
+					n = ci.NumPages
+					break
+				}
+				b := ci.NumRows
+				if h+1 < ci.FirstPage+ci.NumPages {
+					if b = rowOf(k, h+1); b < 0 {
+						b = ci.NumRows
+					}
+				}
+				if a < r1 && b > r0 {
+					n++
+				}
+			}
+			total += n
+		}
+		sp.WholeChunks += len(whole)
+		if sp.Spans > 0 {
+			sp.PagesPerSpan[cols[k].Path] = float64(total) / float64(sp.Spans)
+		}
+	}
+	return sp
 }

@@ -19,6 +19,17 @@
 // once, also when fewer than W positions remain (the later ranks then get
 // none).
 //
+// # Equal shares
+//
+// Synchronous data-parallel training needs every rank to take the same
+// number of steps. Shard.End bounds the positions a shard covers: with
+// End = ⌊N/W⌋·W (EvenEnd with pad false) the last N mod W positions are
+// dropped and every rank gets ⌊N/W⌋ items; with End = ⌈N/W⌉·W (pad true)
+// the positions from N on wrap around to the start of the order (position
+// p ≥ N is item At(p mod N)), as PyTorch's DistributedSampler pads, and
+// every rank gets ⌈N/W⌉. A caller may also set a per-rank End (ranks whose
+// items differ in weight, e.g. rows per page): Len and At follow it.
+//
 // A Cursor (seed, epoch, position) says that every position below Position
 // has been consumed and none at or above it. After each rank has consumed j
 // items of its shard (a step barrier, as synchronous data-parallel training
@@ -38,7 +49,7 @@ import (
 // ErrShard reports an invalid rank or world size.
 var ErrShard = errors.New("perm: invalid shard")
 
-const rounds = 4
+const rounds = 4 // Positions unrolls them
 
 // Perm is a bijection of [0, N). The zero value is the empty permutation.
 // It is a small value, safe to copy and to use concurrently.
@@ -133,13 +144,85 @@ func (p Perm) Position(v uint64) uint64 {
 	return x
 }
 
+// Positions writes to out[i] the position of item lo+i, for len(out)
+// items from lo: Position over a range, for the passes that visit every
+// item of an epoch (an epoch plan counting each rank's rows). Items walk
+// their cycles (about 4^half/N decryptions each) in eight interleaved
+// lanes, so that the rounds' multiplications of different items overlap
+// instead of waiting on one another, and a lane moves on to the next item
+// without a branch (the walk's end is unpredictable). It panics if
+// lo+len(out) > N.
+func (p Perm) Positions(lo uint64, out []uint64) {
+	if lo > p.n || uint64(len(out)) > p.n-lo {
+		panic("perm: item out of range")
+	}
+	const lanes = 8
+	m := uint64(len(out))
+	n, h, mask := p.n, p.half, p.mask
+	k0, k1, k2, k3 := p.keys[0], p.keys[1], p.keys[2], p.keys[3]
+	// Lane j walks the cycle of item lo+at[j], now at x[j]; out[at[j]]
+	// takes every step, the last one (in range) staying.
+	var x, at [lanes]uint64
+	for j := range uint64(lanes) {
+		at[j], x[j] = j, lo+j
+	}
+	next := uint64(lanes)
+	for n > 1 && n <= 1<<62 && next+lanes <= m {
+		for j := range lanes {
+			// decrypt, its rounds unrolled (rounds == 4)
+			l, r := x[j]>>h, x[j]&mask
+			l, r = r^(round(l, k3)&mask), l
+			l, r = r^(round(l, k2)&mask), l
+			l, r = r^(round(l, k1)&mask), l
+			l, r = r^(round(l, k0)&mask), l
+			x[j] = l<<h | r
+		}
+		for j := range lanes {
+			out[at[j]] = x[j]
+			b := (x[j] - n) >> 63 // 1 when x < n (both below 2⁶²): found
+			at[j] += b * (next - at[j])
+			x[j] += b * (lo + next - x[j])
+			next += b
+		}
+	}
+	// The lanes' unfinished items and the last ones, one at a time.
+	for j := range lanes {
+		if at[j] < m {
+			out[at[j]] = p.Position(lo + at[j])
+		}
+	}
+	for ; next < m; next++ {
+		out[next] = p.Position(lo + next)
+	}
+}
+
 // Shard is one rank's share of an epoch's positions from Start: the j-th
-// item of the shard is at global position Start + j·World + Rank.
+// item of the shard is at global position Start + j·World + Rank, for the
+// positions below End. Positions at or beyond N wrap: position p is item
+// At(p mod N) (padding; see "Equal shares").
 type Shard struct {
 	Perm  Perm
 	Start uint64
+	End   uint64 // positions covered are below End; N by default
 	Rank  int
 	World int
+}
+
+// EvenEnd returns the end position that gives each of world ranks the same
+// number of the n positions: ⌊n/world⌋·world (the remainder dropped) or,
+// with pad, ⌈n/world⌉·world (the shortfall repeated from the start).
+func EvenEnd(n uint64, world int, pad bool) uint64 {
+	w := uint64(max(world, 1))
+	if pad {
+		return (n + w - 1) / w * w
+	}
+	return n / w * w
+}
+
+// WithEnd returns the shard covering the positions below end instead.
+func (s Shard) WithEnd(end uint64) Shard {
+	s.End = max(end, s.Start)
+	return s
 }
 
 // Shard returns rank's share of the positions from start on, for a world
@@ -148,30 +231,39 @@ func (p Perm) Shard(start uint64, rank, world int) (Shard, error) {
 	if world < 1 || rank < 0 || rank >= world {
 		return Shard{}, fmt.Errorf("%w: rank %d of world %d", ErrShard, rank, world)
 	}
-	return Shard{Perm: p, Start: min(start, p.n), Rank: rank, World: world}, nil
+	return Shard{Perm: p, Start: min(start, p.n), End: p.n, Rank: rank, World: world}, nil
 }
 
 // Len returns the number of items of the shard.
 func (s Shard) Len() uint64 {
 	first := s.Start + uint64(s.Rank)
-	if first >= s.Perm.n {
+	if first >= s.End {
 		return 0
 	}
-	return (s.Perm.n-first-1)/uint64(s.World) + 1
+	return (s.End-first-1)/uint64(s.World) + 1
 }
 
 // Pos returns the global position of the shard's j-th item.
 func (s Shard) Pos(j uint64) uint64 { return s.Start + j*uint64(s.World) + uint64(s.Rank) }
 
 // At returns the shard's j-th item. It panics if j ≥ Len().
-func (s Shard) At(j uint64) uint64 { return s.Perm.At(s.Pos(j)) }
+func (s Shard) At(j uint64) uint64 { return s.Perm.At(s.Wrap(s.Pos(j))) }
+
+// Wrap maps a position to the one in [0, N) it repeats: p mod N.
+func (s Shard) Wrap(p uint64) uint64 {
+	if p < s.Perm.n {
+		return p
+	}
+	return p % s.Perm.n
+}
 
 // Checkpoint returns the cursor of the whole world after every rank has
-// consumed done items of its shard: position Start + done·World, at most N.
+// consumed done items of its shard: position Start + done·World, at most
+// End.
 func (s Shard) Checkpoint(seed, epoch, done uint64) Cursor {
-	pos := s.Perm.n
-	if d := s.Perm.n - s.Start; done < d/uint64(s.World)+1 {
-		pos = min(s.Start+done*uint64(s.World), s.Perm.n)
+	pos := s.End
+	if d := s.End - s.Start; done < d/uint64(s.World)+1 {
+		pos = min(s.Start+done*uint64(s.World), s.End)
 	}
 	return Cursor{Seed: seed, Epoch: epoch, Position: pos}
 }

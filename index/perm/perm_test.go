@@ -232,3 +232,94 @@ func ExamplePerm() {
 	fmt.Println(len(seen), s.Len(), s.Pos(0), s.Pos(1), s.Pos(2))
 	// Output: 10 3 1 5 9
 }
+
+// TestEvenShares: with EvenEnd every rank gets the same count; dropping
+// loses only the last N mod W positions, padding repeats the first ones.
+func TestEvenShares(t *testing.T) {
+	for _, n := range []uint64{1, 2, 7, 10, 64, 101} {
+		for _, w := range []int{1, 2, 3, 7, 8} {
+			p := New(n, 3, 1)
+			for _, pad := range []bool{false, true} {
+				end := EvenEnd(n, w, pad)
+				seen := make([]int, n)
+				var lens []uint64
+				for r := 0; r < w; r++ {
+					s, err := p.Shard(0, r, w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s = s.WithEnd(end)
+					lens = append(lens, s.Len())
+					for j := uint64(0); j < s.Len(); j++ {
+						seen[s.At(j)]++
+					}
+				}
+				for _, l := range lens {
+					if l != lens[0] {
+						t.Fatalf("n=%d w=%d pad=%v: shard lengths %v differ", n, w, pad, lens)
+					}
+				}
+				total := 0
+				for v, c := range seen {
+					total += c
+					switch {
+					case !pad && c > 1, pad && c == 0:
+						t.Fatalf("n=%d w=%d pad=%v: item %d seen %d times", n, w, pad, v, c)
+					}
+				}
+				if uint64(total) != end {
+					t.Fatalf("n=%d w=%d pad=%v: %d items, want %d", n, w, pad, total, end)
+				}
+				if !pad && n-end >= uint64(w) || pad && end-n >= uint64(w) {
+					t.Fatalf("n=%d w=%d pad=%v: end %d", n, w, pad, end)
+				}
+			}
+		}
+	}
+}
+
+// TestPositionsMatchesPosition: the batch inverse equals Position for every
+// item, over sizes around powers of four (where the Feistel domain grows)
+// and ranges starting anywhere.
+func TestPositionsMatchesPosition(t *testing.T) {
+	for _, n := range []uint64{1, 2, 3, 4, 5, 15, 16, 17, 63, 64, 65, 1000, 1 << 12, 1<<12 + 1, 99991} {
+		for _, seed := range []uint64{0, 7} {
+			p := New(n, seed, seed+3)
+			for _, lo := range []uint64{0, n / 3, n - 1} {
+				out := make([]uint64, n-lo)
+				p.Positions(lo, out)
+				for i, pos := range out {
+					if want := p.Position(lo + uint64(i)); pos != want {
+						t.Fatalf("n %d seed %d: Positions(%d)[%d] = %d, Position = %d", n, seed, lo, i, pos, want)
+					}
+				}
+			}
+			p.Positions(n, nil) // empty range at the end
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("Positions past N did not panic")
+		}
+	}()
+	New(10, 1, 1).Positions(5, make([]uint64, 6))
+}
+
+func BenchmarkPositions(b *testing.B) {
+	p := New(1<<20+1<<16, 1, 1) // 4^half/N ≈ 3.8, as a 1M-page index has
+	buf := make([]uint64, 256)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p.Positions(uint64(i*256)&(1<<20-1), buf)
+	}
+	b.SetBytes(256) // items per op, as "bytes"
+}
+
+func BenchmarkPosition(b *testing.B) {
+	p := New(1<<20+1<<16, 1, 1)
+	var s uint64
+	for i := 0; i < b.N; i++ {
+		s += p.Position(uint64(i) & (1<<20 - 1))
+	}
+	_ = s
+}

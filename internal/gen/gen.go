@@ -62,6 +62,13 @@ type Config struct {
 	Parallelism int
 	// Progress, when set, gets one line per finished file.
 	Progress io.Writer
+	// ScalarPageSize, when > 0, is the target page size of the id and
+	// text columns (input_ids keeps PageSize), so that the columns' pages
+	// cover different row ranges, as an 8 KiB id column beside 64 KiB
+	// token pages. arrow-go has one page size per file, so these files
+	// are written column by column with arrow-go's lower-level writer
+	// (no stored Arrow schema: readers name the list element "element").
+	ScalarPageSize int64
 }
 
 // Fill returns c with defaults applied and checks it.
@@ -104,6 +111,8 @@ func (c Config) Fill() (Config, error) {
 		return c, fmt.Errorf("%w: Files %d and RowsPerFile %d must be positive", ErrConfig, c.Files, c.RowsPerFile)
 	case c.PageSize < 1:
 		return c, fmt.Errorf("%w: PageSize %d", ErrConfig, c.PageSize)
+	case c.ScalarPageSize < 0:
+		return c, fmt.Errorf("%w: ScalarPageSize %d", ErrConfig, c.ScalarPageSize)
 	case c.RowGroupRows < 1:
 		return c, fmt.Errorf("%w: RowGroupRows %d", ErrConfig, c.RowGroupRows)
 	case c.PageVersion != 1 && c.PageVersion != 2:
@@ -253,8 +262,15 @@ func writeFile(path string, c Config, fileNo int) (size int64, err error) {
 		}
 	}()
 	mem := memory.NewGoAllocator()
-	fw, err := pqarrow.NewFileWriter(Schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
-	if err != nil {
+	var fw *pqarrow.FileWriter
+	var cw *columnWriter
+	recRows := 1024
+	if c.ScalarPageSize > 0 {
+		if cw, err = newColumnWriter(f, props, c.ScalarPageSize); err != nil {
+			return 0, fmt.Errorf("gen: %s: %w", path, err)
+		}
+		recRows = int(c.RowGroupRows) // one record per row group
+	} else if fw, err = pqarrow.NewFileWriter(Schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem))); err != nil {
 		return 0, fmt.Errorf("gen: %s: %w", path, err)
 	}
 	rng := rand.New(rand.NewSource(int64(splitmix64(c.Seed ^ splitmix64(uint64(fileNo)+1)))))
@@ -269,7 +285,6 @@ func writeFile(path string, c Config, fileNo int) (size int64, err error) {
 	toks := lists.ValueBuilder().(*array.Int32Builder)
 	texts := b.Field(2).(*array.StringBuilder)
 	var txt []byte
-	const recRows = 1024
 	baseID := int64(fileNo) * int64(c.RowsPerFile)
 	for row := 0; row < c.RowsPerFile; {
 		n := min(recRows, c.RowsPerFile-row)
@@ -295,14 +310,23 @@ func writeFile(path string, c Config, fileNo int) (size int64, err error) {
 			}
 		}
 		rec := b.NewRecordBatch()
-		err = fw.WriteBuffered(rec)
+		if cw != nil {
+			err = cw.writeRowGroup(rec)
+		} else {
+			err = fw.WriteBuffered(rec)
+		}
 		rec.Release()
 		if err != nil {
 			return 0, fmt.Errorf("gen: %s: %w", path, err)
 		}
 		row += n
 	}
-	if err := fw.Close(); err != nil {
+	if cw != nil {
+		err = cw.close()
+	} else {
+		err = fw.Close()
+	}
+	if err != nil {
 		return 0, fmt.Errorf("gen: %s: %w", path, err)
 	}
 	st, err := os.Stat(path)

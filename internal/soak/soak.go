@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/engine/enginetest"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
 	"github.com/pagefeed/pagefeed/internal/procstat"
@@ -46,7 +47,7 @@ type Config struct {
 	RowsPerFile int
 	// Fault rates per read attempt; default EIO 0.001, short 0.01,
 	// EAGAIN, EINTR and ECANCELED 0.005 each.
-	Faults *engine.RateFaults
+	Faults *enginetest.RateFaults
 	// Growth is the tolerated rise of RSS from the first to the last third
 	// of the samples, as a fraction; default 0.25.
 	Growth float64
@@ -61,7 +62,7 @@ func (c *Config) fill() {
 		c.Interval = max(c.Duration/20, time.Second)
 	}
 	if c.Faults == nil {
-		c.Faults = &engine.RateFaults{EIO: 0.001, Short: 0.01, EAGAIN: 0.005, EINTR: 0.005, ECANCELED: 0.005, Seed: 1}
+		c.Faults = &enginetest.RateFaults{EIO: 0.001, Short: 0.01, EAGAIN: 0.005, EINTR: 0.005, ECANCELED: 0.005, Seed: 1}
 	}
 	if c.RowsPerFile <= 0 {
 		c.RowsPerFile = 20000
@@ -92,16 +93,16 @@ type Report struct {
 	Rows    int64    `json:"rows"`
 	// Reads counts read attempts the injector saw; Faults what it
 	// injected (EIO among them, each failing its run).
-	Reads     int64              `json:"read_attempts"`
-	Faults    engine.FaultCounts `json:"faults"`
-	Skipped   int64              `json:"skipped_pages"`
-	EIOFailed int64              `json:"eio_failed_runs"` // runs ended by an injected EIO, as they must
-	Lost      int64              `json:"lost_rows"`       // rows neither delivered nor in a skipped page: must be 0
-	Dup       int64              `json:"duplicated_rows"` // must be 0
-	RSSGrowth float64            `json:"rss_growth"`      // last third's median over the first third's, minus 1
-	GoroFirst int                `json:"goroutines_first"`
-	GoroLast  int                `json:"goroutines_last"`
-	Flat      bool               `json:"flat"`
+	Reads     int64                  `json:"read_attempts"`
+	Faults    enginetest.FaultCounts `json:"faults"`
+	Skipped   int64                  `json:"skipped_pages"`
+	EIOFailed int64                  `json:"eio_failed_runs"` // runs ended by an injected EIO, as they must
+	Lost      int64                  `json:"lost_rows"`       // rows neither delivered nor in a skipped page: must be 0
+	Dup       int64                  `json:"duplicated_rows"` // must be 0
+	RSSGrowth float64                `json:"rss_growth"`      // last third's median over the first third's, minus 1
+	GoroFirst int                    `json:"goroutines_first"`
+	GoroLast  int                    `json:"goroutines_last"`
+	Flat      bool                   `json:"flat"`
 }
 
 // Run runs the workload for cfg.Duration (or until ctx ends) and reports

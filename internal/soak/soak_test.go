@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/engine/enginetest"
 )
 
 func TestMain(m *testing.M) {
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 // row is accounted for, faults were injected, and samples were taken.
 func TestRunShort(t *testing.T) {
 	var out bytes.Buffer
-	faults := &engine.RateFaults{EIO: 0.005, Short: 0.02, EAGAIN: 0.01, EINTR: 0.01, ECANCELED: 0.01, Seed: 3}
+	faults := &enginetest.RateFaults{EIO: 0.005, Short: 0.02, EAGAIN: 0.01, EINTR: 0.01, ECANCELED: 0.01, Seed: 3}
 	rep, err := Run(context.Background(), Config{Duration: 3 * time.Second, RowsPerFile: 3000, Interval: time.Second, Dir: t.TempDir(), Faults: faults, Out: &out, Growth: 10})
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, out.String())

@@ -1,0 +1,346 @@
+package main
+
+// #include <stdlib.h>
+// #include "pagefeed.h"
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/cdata"
+	"github.com/pagefeed/pagefeed/rinas"
+)
+
+// Go objects never cross the boundary: callers hold int64 handles into
+// these tables, and what they read is C memory (the descriptors below) or
+// the buffers those point to (the engine's mmap'd slots and token buffers,
+// or decoded pages the batch pins; see pinData).
+var table = struct {
+	sync.Mutex
+	next    int64
+	loaders map[int64]*loaderEnt
+	batches map[int64]*batchEnt
+}{loaders: map[int64]*loaderEnt{}, batches: map[int64]*batchEnt{}}
+
+func register[T any](m map[int64]*T, v *T) int64 {
+	table.Lock()
+	defer table.Unlock()
+	table.next++
+	m[table.next] = v
+	return table.next
+}
+
+func lookup[T any](m map[int64]*T, h int64) *T {
+	table.Lock()
+	defer table.Unlock()
+	return m[h]
+}
+
+// loaderEnt is one open loader. mu serializes Next, State, Len and Close
+// (a rinas.Loader is used by one goroutine); cancel lets Close end a Next
+// that is blocked on another thread.
+type loaderEnt struct {
+	mu     sync.Mutex
+	l      *rinas.Loader
+	ctx    context.Context
+	cancel context.CancelFunc
+	n      int64 // Len at open
+}
+
+// batchEnt is one batch handed out. refs counts the caller's reference
+// (dropped by pf_batch_release) and one per array exported by
+// pf_batch_export whose release the consumer has not called; the batch
+// goes back to the loader when it reaches zero.
+type batchEnt struct {
+	b    *rinas.Batch
+	desc *C.pf_batch
+	pin  runtime.Pinner
+	refs atomic.Int64
+	mu   sync.Mutex
+	gone bool // the caller released it
+}
+
+func openLoader(cfgJSON []byte) (int64, error) {
+	cfg, err := parseConfig(cfgJSON)
+	if err != nil {
+		return 0, err
+	}
+	l, err := rinas.Open(context.Background(), cfg)
+	if err != nil {
+		return 0, err
+	}
+	e := &loaderEnt{l: l}
+	e.n = int64(l.Len())
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	return register(table.loaders, e), nil
+}
+
+// withLoader runs fn on loader h under its lock.
+func withLoader(h int64, fn func(e *loaderEnt) error) error {
+	e := lookup(table.loaders, h)
+	if e == nil {
+		return fmt.Errorf("%w: loader %d", errClosed, h)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.l == nil {
+		return fmt.Errorf("%w: loader %d", errClosed, h)
+	}
+	return fn(e)
+}
+
+// nextBatch returns the next batch's handle and C descriptor.
+func nextBatch(h int64) (int64, *C.pf_batch, error) {
+	var b *rinas.Batch
+	err := withLoader(h, func(e *loaderEnt) error {
+		var err error
+		b, err = e.l.Next(e.ctx)
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	be := &batchEnt{b: b}
+	be.refs.Store(1)
+	bh := register(table.batches, be)
+	desc, err := describe(bh, b, &be.pin)
+	if err != nil {
+		unrefBatch(bh)
+		return 0, nil, err
+	}
+	be.desc = desc
+	return bh, desc, nil
+}
+
+// describe builds the C descriptor of b: its token matrix, or its column
+// chunks exported through the Arrow C Data Interface.
+func describe(bh int64, b *rinas.Batch, pin *runtime.Pinner) (*C.pf_batch, error) {
+	d := (*C.pf_batch)(C.calloc(1, C.sizeof_pf_batch))
+	d.handle = C.int64_t(bh)
+	d.rows = C.int64_t(b.Rows)
+	d.epoch = C.uint64_t(b.Epoch)
+	if len(b.Tokens) > 0 && b.SeqLen > 0 {
+		d.tokens = (*C.int32_t)(unsafe.Pointer(&b.Tokens[0])) // mmap'd, not Go heap
+		d.tok_rows = C.int64_t(len(b.Tokens) / b.SeqLen)
+		d.seq_len = C.int64_t(b.SeqLen)
+	}
+	ncols := len(b.Columns)
+	if ncols == 0 {
+		return d, nil
+	}
+	nchunks := len(b.Columns[0].Arrays)
+	for _, c := range b.Columns {
+		if len(c.Arrays) != nchunks {
+			freeDesc(d)
+			return nil, fmt.Errorf("pagefeed: column %s has %d chunks, %s has %d", c.Name, len(c.Arrays), b.Columns[0].Name, nchunks)
+		}
+	}
+	d.ncols, d.nchunks = C.int64_t(ncols), C.int64_t(nchunks)
+	d.names = (**C.char)(C.calloc(C.size_t(ncols), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	d.schemas = (*C.struct_ArrowSchema)(C.calloc(C.size_t(ncols), C.sizeof_struct_ArrowSchema))
+	if nchunks > 0 {
+		d.arrays = (*C.struct_ArrowArray)(C.calloc(C.size_t(ncols*nchunks), C.sizeof_struct_ArrowArray))
+	}
+	names := unsafe.Slice(d.names, ncols)
+	schemas := unsafe.Slice(d.schemas, ncols)
+	arrays := unsafe.Slice(d.arrays, ncols*nchunks)
+	for c, col := range b.Columns {
+		names[c] = C.CString(col.Name)
+		for i, a := range col.Arrays {
+			pinData(pin, a.Data())
+			var sch *cdata.CArrowSchema
+			if i == 0 {
+				sch = cdata.SchemaFromPtr(uintptr(unsafe.Pointer(&schemas[c])))
+			}
+			cdata.ExportArrowArray(a, cdata.ArrayFromPtr(uintptr(unsafe.Pointer(&arrays[c*nchunks+i]))), sch)
+		}
+	}
+	return d, nil
+}
+
+// pinData pins the Go memory behind an exported array so that C may keep
+// pointers to it (cgo's rule for C memory holding Go pointers); buffers in
+// the engine's mmap'd memory are not Go pointers and Pin ignores them.
+// The batch unpins when it goes back to the loader.
+func pinData(pin *runtime.Pinner, d arrow.ArrayData) {
+	for _, b := range d.Buffers() {
+		if b != nil && b.Len() > 0 {
+			pin.Pin(&b.Bytes()[0])
+		}
+	}
+	for _, c := range d.Children() {
+		pinData(pin, c)
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		pinData(pin, d.Dictionary())
+	}
+}
+
+// freeDesc releases the exported arrays and schemas and frees d.
+func freeDesc(d *C.pf_batch) {
+	ncols, nchunks := int(d.ncols), int(d.nchunks)
+	if ncols > 0 {
+		arrays := unsafe.Slice(d.arrays, ncols*nchunks)
+		for i := range arrays {
+			if arrays[i].release != nil {
+				cdata.ReleaseCArrowArray(cdata.ArrayFromPtr(uintptr(unsafe.Pointer(&arrays[i]))))
+			}
+		}
+		schemas := unsafe.Slice(d.schemas, ncols)
+		for i := range schemas {
+			if schemas[i].release != nil {
+				cdata.ReleaseCArrowSchema(cdata.SchemaFromPtr(uintptr(unsafe.Pointer(&schemas[i]))))
+			}
+		}
+		for _, n := range unsafe.Slice(d.names, ncols) {
+			C.free(unsafe.Pointer(n))
+		}
+	}
+	C.free(unsafe.Pointer(d.arrays))
+	C.free(unsafe.Pointer(d.schemas))
+	C.free(unsafe.Pointer(d.names))
+	C.free(unsafe.Pointer(d))
+}
+
+// releaseBatch drops the caller's reference to batch bh. Releasing a
+// batch twice, or an unknown handle, does nothing.
+func releaseBatch(bh int64) {
+	be := lookup(table.batches, bh)
+	if be == nil {
+		return
+	}
+	be.mu.Lock()
+	if be.gone {
+		be.mu.Unlock()
+		return
+	}
+	be.gone = true
+	d := be.desc
+	be.desc = nil
+	be.mu.Unlock()
+	if d != nil {
+		freeDesc(d)
+	}
+	unrefBatch(bh)
+}
+
+// unrefBatch drops one reference; the last gives the batch back.
+//
+//export pfBatchUnref
+func pfBatchUnref(bh C.int64_t) { unrefBatch(int64(bh)) }
+
+func unrefBatch(bh int64) {
+	be := lookup(table.batches, bh)
+	if be == nil || be.refs.Add(-1) != 0 {
+		return
+	}
+	table.Lock()
+	delete(table.batches, bh)
+	table.Unlock()
+	be.pin.Unpin()
+	be.b.Release()
+}
+
+// exportChunk exports chunk i of column c of batch bh into the caller's
+// zeroed structs, for a consumer such as pyarrow that takes ownership:
+// the batch stays out of the loader until that consumer calls the
+// array's release, as well as until pf_batch_release.
+func exportChunk(bh int64, c, i int, arr *C.struct_ArrowArray, sch *C.struct_ArrowSchema) error {
+	be := lookup(table.batches, bh)
+	if be == nil {
+		return fmt.Errorf("%w: batch %d", errClosed, bh)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if be.gone {
+		return fmt.Errorf("%w: batch %d released", errClosed, bh)
+	}
+	b := be.b
+	if c < 0 || c >= len(b.Columns) || i < 0 || i >= len(b.Columns[c].Arrays) {
+		return fmt.Errorf("%w: no chunk %d of column %d", rinas.ErrConfig, i, c)
+	}
+	a := b.Columns[c].Arrays[i]
+	pinData(&be.pin, a.Data()) // already pinned by describe; cheap
+	cdata.ExportArrowArray(a, cdata.ArrayFromPtr(uintptr(unsafe.Pointer(arr))), cdata.SchemaFromPtr(uintptr(unsafe.Pointer(sch))))
+	be.refs.Add(1)
+	if C.pf_wrap_release(arr, C.int64_t(bh)) != 0 {
+		cdata.ReleaseCArrowArray(cdata.ArrayFromPtr(uintptr(unsafe.Pointer(arr))))
+		cdata.ReleaseCArrowSchema(cdata.SchemaFromPtr(uintptr(unsafe.Pointer(sch))))
+		be.refs.Add(-1)
+		return fmt.Errorf("pagefeed: out of C memory")
+	}
+	return nil
+}
+
+func stateJSON(h int64) ([]byte, error) {
+	var out []byte
+	err := withLoader(h, func(e *loaderEnt) error {
+		var err error
+		out, err = rinas.MarshalState(e.l.State())
+		return err
+	})
+	return out, err
+}
+
+// loaderLen returns the loader's batches per epoch for this rank
+// (rinas.Loader.Len), taken at open so that it never waits for a pf_next
+// blocked on another thread.
+func loaderLen(h int64) (int64, error) {
+	e := lookup(table.loaders, h)
+	if e == nil {
+		return 0, fmt.Errorf("%w: loader %d", errClosed, h)
+	}
+	return e.n, nil
+}
+
+// closeLoader ends a Next blocked on another thread, then closes. Batches
+// not yet released stay valid until released.
+func closeLoader(h int64) error {
+	e := lookup(table.loaders, h)
+	if e == nil {
+		return fmt.Errorf("%w: loader %d", errClosed, h)
+	}
+	e.cancel()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	table.Lock()
+	delete(table.loaders, h)
+	table.Unlock()
+	if e.l == nil {
+		return nil
+	}
+	err := e.l.Close()
+	e.l = nil
+	return err
+}
+
+// reshardJSON reshards a JSON array of states to world ranks.
+func reshardJSON(in []byte, world int) ([]byte, error) {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(in, &raw); err != nil {
+		return nil, fmt.Errorf("%w: states: %v", rinas.ErrState, err)
+	}
+	states := make([]*rinas.State, len(raw))
+	for i, r := range raw {
+		s, err := rinas.UnmarshalState(r)
+		if err != nil {
+			return nil, err
+		}
+		states[i] = s
+	}
+	out, err := rinas.Reshard(states, world)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// goString copies a C string into Go (for tests, which cannot use cgo).
+func goString(p unsafe.Pointer) string { return C.GoString((*C.char)(p)) }

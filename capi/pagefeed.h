@@ -1,0 +1,83 @@
+/* pagefeed's C ABI: the structs the library shares with its callers.
+ * The functions are declared in the header go build generates
+ * (libpagefeed.h), which includes this file. */
+#ifndef PAGEFEED_H
+#define PAGEFEED_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+/* The Arrow C Data Interface, as its specification defines it. */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+#define ARROW_FLAG_DICTIONARY_ORDERED 1
+#define ARROW_FLAG_NULLABLE 2
+#define ARROW_FLAG_MAP_KEYS_SORTED 4
+struct ArrowSchema {
+  const char* format;
+  const char* name;
+  const char* metadata;
+  int64_t flags;
+  int64_t n_children;
+  struct ArrowSchema** children;
+  struct ArrowSchema* dictionary;
+  void (*release)(struct ArrowSchema*);
+  void* private_data;
+};
+struct ArrowArray {
+  int64_t length;
+  int64_t null_count;
+  int64_t offset;
+  int64_t n_buffers;
+  int64_t n_children;
+  const void** buffers;
+  struct ArrowArray** children;
+  struct ArrowArray* dictionary;
+  void (*release)(struct ArrowArray*);
+  void* private_data;
+};
+#endif
+
+/* Status codes every call returns (0 or a negative code; pf_next also 1). */
+enum {
+  PF_OK = 0,
+  PF_EOF = 1,            /* pf_next: the last epoch is over */
+  PF_ERR = -1,           /* anything else; pf_last_error says what */
+  PF_ERR_CONFIG = -2,    /* invalid config, unknown key or column */
+  PF_ERR_STATE = -3,     /* a state from another dataset, seed or run */
+  PF_ERR_NOT_FOUND = -4, /* a path that does not exist */
+  PF_ERR_CORRUPT = -5,   /* bytes that are not valid Parquet */
+  PF_ERR_MEMORY = -6,    /* the config needs more than memory_limit */
+  PF_ERR_CLOSED = -7,    /* the loader is closed, or no such handle */
+};
+
+/* One batch, C-allocated by pf_next and freed by pf_batch_release. Every
+ * pointer in it stays valid until then, also after pf_close. */
+typedef struct pf_batch {
+  int64_t handle;  /* pass to pf_batch_release / pf_batch_export */
+  int64_t rows;
+  uint64_t epoch;
+  /* tokens output: a [tok_rows, seq_len] int32 matrix in the engine's
+   * buffer; NULL otherwise */
+  const int32_t* tokens;
+  int64_t tok_rows;
+  int64_t seq_len;
+  /* arrow output: ncols columns of nchunks row-aligned chunks each:
+   * arrays[c*nchunks + i] is chunk i of column c, schemas[c] its type */
+  int64_t ncols;
+  int64_t nchunks;
+  const char** names;
+  struct ArrowSchema* schemas;
+  struct ArrowArray* arrays;
+} pf_batch;
+
+/* The message of the calling thread's last failed call ("" after a call
+ * that succeeded), like errno: valid until that thread's next call. */
+const char* pf_last_error(void);
+/* Set by each call on its thread; not for callers. */
+void pf_set_error(char* msg);
+/* Wraps an exported array so that its release also drops a reference on
+ * batch (see pf_batch_export). */
+int pf_wrap_release(struct ArrowArray* a, int64_t batch);
+
+#endif

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Benchmark: the Python binding against the Go loader, same data and config.
+
+    make python && python3 python/bench.py [--data DIR] [--rounds 3] [--seconds 5]
+
+Alternates, in one run, the Go loader (python/gobench: Next, Release) and
+DataLoader(PagefeedDataset(...), batch_size=None, num_workers=0) with
+tokens output, and reports tokens/s of each (medians over rounds) and
+their ratio. Then the Python overhead per batch: p50 of next() + tensor
+creation (torch.from_numpy) + release through pagefeed.Loader, minus the
+Go loader's p50 per batch (the engine's time) on the same config.
+The dataset is generated with bin/pagefeed gen when --data does not exist.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+
+def run_go(gobench, a):
+    r = subprocess.run([gobench, "-paths", a.data, "-seq-len", str(a.seq_len), "-batch-rows", str(a.batch_rows),
+                        "-seconds", str(a.seconds)], capture_output=True, text=True, check=True)
+    return json.loads(r.stdout)
+
+
+PY = r"""
+import json, sys, time
+import torch, torch.utils.data
+from pagefeed.torch import PagefeedDataset
+data, seq_len, batch_rows, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+ds = PagefeedDataset(data, columns=["input_ids"], output="tokens", seq_len=seq_len, batch_rows=batch_rows,
+                     epochs=1 << 20, world=1)
+tokens = batches = 0
+it = iter(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0))
+next(it)  # the loader is open (index built, engine started), as gobench's clock starts
+start = time.perf_counter()
+end = start + seconds
+for item in it:
+    tokens += item["tokens"].numel()
+    batches += 1
+    if time.perf_counter() >= end:
+        break
+el = time.perf_counter() - start
+print(json.dumps({"tokens_per_s": tokens / el, "batches": batches}))
+"""
+
+OVERHEAD = r"""
+import json, sys, time
+import torch
+import pagefeed
+data, seq_len, batch_rows, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+l = pagefeed.Loader(data, columns=["input_ids"], output="tokens", seq_len=seq_len, batch_rows=batch_rows,
+                    epochs=1 << 20, world=1)
+lat = []
+for i in range(n):
+    t0 = time.perf_counter_ns()
+    b = l.next()
+    t = torch.from_numpy(b._tokens(False))
+    del t
+    b.release()
+    lat.append(time.perf_counter_ns() - t0)
+lat.sort()
+print(json.dumps({"p50_ns": lat[len(lat) // 2], "batches": n}))
+"""
+
+
+def run_py(code, a, *extra):
+    env = dict(os.environ, PYTHONPATH=HERE)
+    r = subprocess.run([sys.executable, "-c", code, a.data, str(a.seq_len), str(a.batch_rows), *map(str, extra)],
+                       capture_output=True, text=True, check=True, env=env)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default="/tmp/pagefeed-bench-data")
+    p.add_argument("--files", type=int, default=4)
+    p.add_argument("--rows-per-file", type=int, default=20000)
+    p.add_argument("--codec", default="zstd")
+    p.add_argument("--seq-len", type=int, default=2048)
+    p.add_argument("--batch-rows", type=int, default=8)
+    p.add_argument("--seconds", type=float, default=5)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--overhead-batches", type=int, default=20000)
+    a = p.parse_args()
+    bindir = os.path.join(ROOT, "bin")
+    subprocess.run(["go", "build", "-o", bindir + "/", "./cmd/pagefeed", "./python/gobench"], cwd=ROOT, check=True)
+    if not os.path.exists(a.data):
+        subprocess.run([os.path.join(bindir, "pagefeed"), "gen", "--out", a.data, "--files", str(a.files),
+                        "--rows-per-file", str(a.rows_per_file), "--codec", a.codec, "--page-size", "65536",
+                        "--quiet"], check=True)
+    gobench = os.path.join(bindir, "gobench")
+    print("python %s; data %s; tokens output, seq_len %d, batch_rows %d; %d rounds of %gs"
+          % (sys.executable, a.data, a.seq_len, a.batch_rows, a.rounds, a.seconds))
+    go, py = [], []
+    for r in range(a.rounds):
+        g = run_go(gobench, a)
+        q = run_py(PY, a, a.seconds)
+        go.append(g["tokens_per_s"])
+        py.append(q["tokens_per_s"])
+        print("round %d: go %.3g tokens/s (%d batches)  python DataLoader %.3g tokens/s (%d batches)  ratio %.3f"
+              % (r + 1, g["tokens_per_s"], g["batches"], q["tokens_per_s"], q["batches"], q["tokens_per_s"] / g["tokens_per_s"]))
+    gm, pm = statistics.median(go), statistics.median(py)
+    print("median: go %.3g tokens/s, python %.3g tokens/s, ratio %.3f (target >= 0.9)" % (gm, pm, pm / gm))
+    # Overhead per batch: small batches, so the engine's share is small and
+    # the difference is the binding's.
+    small = argparse.Namespace(**vars(a))
+    small.seq_len, small.batch_rows = 64, 1
+    g = run_go(gobench, small)
+    o = run_py(OVERHEAD, small, a.overhead_batches)
+    print("per batch (seq_len 64, 1 row): python next+from_numpy+release p50 %.1f us, go Next+Release p50 %.1f us, "
+          "python overhead p50 %.1f us (target <= 20)"
+          % (o["p50_ns"] / 1e3, g["batch_p50_ns"] / 1e3, (o["p50_ns"] - g["batch_p50_ns"]) / 1e3))
+
+
+if __name__ == "__main__":
+    main()
