@@ -79,9 +79,14 @@ func (w *worker) setupRing() error {
 				len(w.slots), o.SlotSize, err)
 		} else {
 			fixed = true
+			if w.lazy { // registration pinned the slots; the eventfd's page is left
+				populateMem(w.mem[len(w.mem)-slotAlign:])
+				w.lazy = false
+			}
 		}
 	}
 	w.fixed = fixed
+	w.populate()
 	regFiles := false
 	if o.RegisterFiles {
 		fds := make([]int32, maxFixedFiles)

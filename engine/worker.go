@@ -24,6 +24,9 @@ type worker struct {
 
 	mem   []byte // slots, then one page for the eventfd counter
 	whole []byte // the mapping that holds mem, to unmap
+	// lazy is set while mem is mapped but not yet faulted in: the buffer
+	// registration pins (and so faults in) it, or populate does.
+	lazy  bool
 	slots []slot
 	free  chan int32 // free slot indices; capacity len(slots)
 
@@ -85,7 +88,11 @@ var (
 func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 	o := e.opts
 	size := o.SlotsPerWorker*o.SlotSize + slotAlign
-	whole, mem, huge, err := mapSlots(size, o.HugePages != Off)
+	// Slots on 4 KiB pages that io_uring will register are left for the
+	// registration to fault in (see mapSlots); populate covers the
+	// workers whose registration fails or that never register.
+	lazy := k == IOUring && o.FixedBuffers != Off && o.HugePages == Off
+	whole, mem, huge, err := mapSlots(size, o.HugePages != Off, !lazy)
 	if err != nil {
 		return nil, &Error{Op: "mmap slots", Err: err}
 	}
@@ -101,7 +108,7 @@ func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 	everyWorker(id, &e.info.HugePages, huge)
 	e.infoMu.Unlock()
 	w := &worker{
-		e: e, id: id, kind: k, mem: mem, whole: whole, efd: -1,
+		e: e, id: id, kind: k, mem: mem, whole: whole, efd: -1, lazy: lazy,
 		slots:    make([]slot, o.SlotsPerWorker),
 		free:     make(chan int32, o.SlotsPerWorker),
 		setupErr: make(chan error, 1),
@@ -178,17 +185,30 @@ func (w *worker) unmap() {
 // hugePage is a transparent huge page (a PMD mapping with 4 KiB pages).
 const hugePage = 2 << 20
 
-// mapSlots maps n bytes of zeroed, populated memory for slots. With huge,
-// the memory starts on a huge-page boundary and is advised MADV_HUGEPAGE,
-// so that transparent huge pages back it where the kernel can: a slot is
-// then physically contiguous, and its read one DMA segment instead of one
-// per 4 KiB page, which matters where a read's cost is its DMA segments
-// (virtio disks). It returns the mapping to unmap, the memory within
-// it, and whether huge pages were advised with THP enabled.
-func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
+// mapSlots maps n bytes of zeroed memory for slots, populated unless
+// populate is false (which applies only without huge). With huge, the memory starts on a
+// huge-page boundary and is advised MADV_HUGEPAGE, so that transparent
+// huge pages back it where the kernel can: a slot is then physically
+// contiguous, and its read one DMA segment instead of one per 4 KiB page,
+// which matters where a read's cost is its DMA segments (virtio disks).
+// It returns the mapping to unmap, the memory within it, and whether huge
+// pages were advised with THP enabled.
+//
+// Without huge, populate false leaves the pages to be faulted in later
+// (populate): where the slots are registered as fixed buffers, by the
+// registration's pinning, as fio's buffers are. On 4 KiB pages a read's
+// DMA segments are the runs of physically contiguous pages in its slot,
+// and which runs a fault hands out depends on the page allocator's free
+// lists at that moment, in either case; faulting at registration only
+// does what the tool we compare with does.
+func mapSlots(n int, huge, populate bool) (whole, mem []byte, advised bool, err error) {
 	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
 	if !huge {
-		mem, err = unix.Mmap(-1, 0, n, prot, flags|mapPopulate)
+		f := flags
+		if populate {
+			f |= mapPopulate
+		}
+		mem, err = unix.Mmap(-1, 0, n, prot, f)
 		return mem, mem, false, err
 	}
 	whole, err = unix.Mmap(-1, 0, n+hugePage, prot, flags)
@@ -198,13 +218,27 @@ func mapSlots(n int, huge bool) (whole, mem []byte, advised bool, err error) {
 	off := int((hugePage - uintptr(unsafe.Pointer(unsafe.SliceData(whole)))%hugePage) % hugePage)
 	mem = whole[off : off+n : off+n]
 	advised = unix.Madvise(mem, madvHugepage) == nil && thpMode() != "never"
-	// Populate now, as MAP_POPULATE does, so that reads never fault.
+	populateMem(mem) // as MAP_POPULATE does, so that reads never fault
+	return whole, mem, advised, nil
+}
+
+// populate faults in slot memory mapped lazily whose registration did not
+// happen (FixedBuffers refused or a pread worker), so that reads never
+// fault.
+func (w *worker) populate() {
+	if w.lazy {
+		populateMem(w.mem)
+		w.lazy = false
+	}
+}
+
+// populateMem faults in every page of mem for writing.
+func populateMem(mem []byte) {
 	if unix.Madvise(mem, madvPopulateWrite) != nil { // before Linux 5.14
 		for i := 0; i < len(mem); i += slotAlign {
 			mem[i] = 0
 		}
 	}
-	return whole, mem, advised, nil
 }
 
 // thpMode is the kernel's transparent huge page mode (always, madvise or

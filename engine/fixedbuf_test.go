@@ -1,0 +1,113 @@
+//go:build linux
+
+package engine
+
+import (
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pagefeed/pagefeed/ring"
+)
+
+// TestPrepReadFixed: with registered buffers a slot's read is
+// IORING_OP_READ_FIXED with buf_index the slot's index (the registered
+// iovec that holds it) and the address where the read resumes; without,
+// a plain IORING_OP_READ.
+func TestPrepReadFixed(t *testing.T) {
+	r, err := ring.New(8)
+	if err != nil {
+		t.Skipf("io_uring unavailable: %v", err)
+	}
+	defer r.Close()
+	f := &File{fd: 7, regIdx: -1}
+	for _, fixed := range []bool{true, false} {
+		w := &worker{r: r, fixed: fixed, slots: make([]slot, 3)}
+		mem := make([]byte, 3*8192)
+		for i := range w.slots {
+			s := &w.slots[i]
+			s.w, s.idx, s.buf = w, int32(i), mem[i*8192:(i+1)*8192]
+		}
+		s := &w.slots[2]
+		s.c.File = f
+		s.aoff, s.got, s.want = 1<<20, 4096, 8192 // a resumed short read
+		sqe := r.GetSQE()
+		if sqe == nil {
+			t.Fatal("no SQE")
+		}
+		w.prep(sqe, s)
+		op, idx := ring.OpRead, uint16(0)
+		if fixed {
+			op, idx = ring.OpReadFixed, 2
+		}
+		if sqe.Opcode != op || sqe.BufIndex != idx || sqe.Fd != 7 || sqe.UserData != 2 ||
+			sqe.Addr != uint64(uintptr(unsafe.Pointer(&s.buf[4096]))) || sqe.Len != 4096 || sqe.Off != 1<<20+4096 {
+			t.Fatalf("fixed %v: SQE %+v, want opcode %d buf_index %d at slot 2's byte 4096", fixed, *sqe, op, idx)
+		}
+		r.Withdraw(func(uint64) {})
+	}
+}
+
+// TestRegisteredBuffersCoverSlots: the iovecs registered for a worker are
+// its slots, one each, in slot order, so that buf_index = slot index.
+func TestRegisteredBuffersCoverSlots(t *testing.T) {
+	saved := registerBuffers
+	defer func() { registerBuffers = saved }()
+	var got []unix.Iovec
+	registerBuffers = func(r *ring.Ring, iovs []unix.Iovec) error {
+		got = append([]unix.Iovec(nil), iovs...)
+		return saved(r, iovs)
+	}
+	e := newEngine(t, Options{Kind: IOUring, QueueDepth: 4, SlotsPerWorker: 6, SlotSize: 12 << 10, FixedBuffers: On, HugePages: Off})
+	w := e.workers[0]
+	if len(got) != len(w.slots) {
+		t.Fatalf("%d iovecs for %d slots", len(got), len(w.slots))
+	}
+	for i, iov := range got {
+		b := w.slots[i].buf
+		if iov.Base != unsafe.SliceData(b) || iov.Len != uint64(len(b)) {
+			t.Fatalf("iovec %d = %p+%d, slot %p+%d", i, iov.Base, iov.Len, unsafe.SliceData(b), len(b))
+		}
+	}
+	readOne(t, e, content(50000), 999, 4000, 0).Release()
+}
+
+// TestSlotMemoryResident: slot memory is resident once New returns,
+// whether the buffer registration faulted it in (4 KiB pages, registered),
+// or mapping did, or registration was refused and the worker populated it
+// itself; so no read faults.
+func TestSlotMemoryResident(t *testing.T) {
+	saved := registerBuffers
+	defer func() { registerBuffers = saved }()
+	for _, tc := range []struct {
+		name   string
+		fixed  Tristate
+		refuse bool
+	}{
+		{"registered", On, false},
+		{"refused", TryOn, true},
+		{"unregistered", Off, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			registerBuffers = saved
+			if tc.refuse {
+				registerBuffers = func(*ring.Ring, []unix.Iovec) error { return &ring.Error{Op: "register buffers", Err: unix.ENOMEM} }
+			}
+			e := newEngine(t, Options{Kind: IOUring, QueueDepth: 4, SlotsPerWorker: 8, SlotSize: 64 << 10, FixedBuffers: tc.fixed, HugePages: Off})
+			w := e.workers[0]
+			if w.lazy || e.Info().FixedBuffers != (tc.fixed != Off && !tc.refuse) {
+				t.Fatalf("lazy %v, Info %+v", w.lazy, e.Info())
+			}
+			vec := make([]byte, len(w.mem)/4096)
+			if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(w.mem))), uintptr(len(w.mem)), uintptr(unsafe.Pointer(unsafe.SliceData(vec)))); errno != 0 {
+				t.Fatalf("mincore: %v", errno)
+			}
+			for i, v := range vec {
+				if v&1 == 0 {
+					t.Fatalf("page %d of %d not resident", i, len(vec))
+				}
+			}
+		})
+	}
+}
