@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,10 @@ func TestEnginesReadCorrectBytes(t *testing.T) {
 			t.Logf("engine: %q", r.EngineInfo)
 			if e.fixed && !strings.Contains(r.EngineInfo, "registerfiles") {
 				t.Errorf("registerfiles asked for, engine reports %q", r.EngineInfo)
+			}
+			// One clone leaves a P free wherever GOMAXPROCS > 1: held waits.
+			if held := strings.Contains(r.EngineInfo, "waitholdsp"); e.engine == EngineIOUring && held != (runtime.GOMAXPROCS(0) > 1) {
+				t.Errorf("GOMAXPROCS %d, 1 clone: engine reports %q", runtime.GOMAXPROCS(0), r.EngineInfo)
 			}
 			if r.IOs != nblk/2 || r.IOBytes != nblk*blk || r.Clat.N() != r.IOs || r.Lat.N() != r.IOs {
 				t.Errorf("ios %d bytes %d clat.N %d", r.IOs, r.IOBytes, r.Clat.N())
@@ -406,6 +411,19 @@ func TestIOMemHugePages(t *testing.T) {
 		res := rep.Results()[0]
 		if huge := strings.Contains(res.EngineInfo, "hugepages"); huge != (mem != "malloc") || res.IOs != 64 {
 			t.Fatalf("iomem=%s: engine %q, %d ios", mem, res.EngineInfo, res.IOs)
+		}
+	}
+}
+
+// TestHoldsP: a job's io_uring workers wait holding their Ps only while its
+// clones leave one P free.
+func TestHoldsP(t *testing.T) {
+	for _, tc := range []struct {
+		clones, procs int
+		want          bool
+	}{{1, 2, true}, {1, 16, true}, {15, 16, true}, {2, 2, false}, {1, 1, false}, {4, 2, false}} {
+		if got := holdsP(tc.clones, tc.procs); got != tc.want {
+			t.Errorf("holdsP(%d clones, %d procs) = %v", tc.clones, tc.procs, got)
 		}
 	}
 }

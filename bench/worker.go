@@ -493,6 +493,10 @@ func tristate(on bool) engine.Tristate {
 	return engine.Off
 }
 
+// holdsP reports whether a job of clones io_uring workers, one each, waits
+// holding its P: only while they leave at least one of procs free.
+func holdsP(clones, procs int) bool { return clones < procs }
+
 // drainTimeout bounds the wait for reads still in flight after the end.
 const drainTimeout = 30 * time.Second
 
@@ -508,6 +512,12 @@ func (w *worker) runUring() {
 	if w.job.HugeMem {
 		huge = engine.On
 	}
+	// Held waits (engine.Options.WaitHoldsP): the closed loop's Handler is
+	// all the work there is, and the job's clones leave at least one P
+	// to the rest of the program (status line, timers, other clones'
+	// setup). fio's thread simply sleeps in io_uring_enter; this is the
+	// nearest a Go worker gets to it.
+	holdP := holdsP(w.job.NumJobs, runtime.GOMAXPROCS(0))
 	eng, err := engine.New(engine.Options{
 		Kind:             engine.IOUring,
 		Workers:          1,
@@ -519,6 +529,7 @@ func (w *worker) runUring() {
 		Direct:           tristate(w.job.Direct),
 		FixedBuffers:     fixed,
 		HugePages:        huge,
+		WaitHoldsP:       holdP,
 		RegisterFiles:    w.job.RegisterFiles,
 		Timestamps:       true,
 		Logf:             w.notice,
@@ -533,6 +544,9 @@ func (w *worker) runUring() {
 		}
 	}()
 	w.res.EngineInfo = engineInfo(eng.Info())
+	if eng.Info().WaitHoldsP {
+		w.res.EngineInfo += " waitholdsp"
+	}
 	// Deferred after eng.Close, so it runs first: files close before the engine.
 	defer func() {
 		for i := range w.files {

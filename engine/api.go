@@ -79,7 +79,31 @@ type Options struct {
 	// physically contiguous memory: one DMA segment, not one per 4 KiB
 	// page. Default TryOn (4 KiB pages, said once, where THP is off).
 	HugePages Tristate
+	// WaitHoldsP makes an io_uring worker that has reads in the kernel
+	// wait for their completions in a raw io_uring_enter
+	// (ring.SubmitAndWaitHeld): its goroutine keeps its P, one of
+	// GOMAXPROCS, while it sleeps, for at most HeldWait at a time, then
+	// waits as usual. That saves the Go scheduler's handoff around each
+	// wait (sysmon retaking the P, another thread woken to run it, the
+	// worker reacquiring one on return), the context switches that make
+	// most of an engine read's CPU cost beyond the kernel's. The price:
+	// while a worker waits so, no other goroutine runs on its P, and a
+	// stop-the-world (garbage collection) waits for it, up to HeldWait.
+	// Turn it on only where the workers' Handlers are the program's work
+	// (a closed-loop benchmark) and Workers < GOMAXPROCS; never where
+	// other goroutines (decoders, consumers) need the Ps. A worker with
+	// nothing in the kernel always waits as usual: only another
+	// goroutine's Submit can end that wait. A kernel without
+	// IORING_FEAT_EXT_ARG (before 5.11) cannot bound the wait, so there
+	// the option is ignored; Info.WaitHoldsP says whether it took.
+	// Default off.
+	WaitHoldsP bool
 }
+
+// HeldWait bounds one held wait of Options.WaitHoldsP: long enough to
+// cover a typical read's completion, short against a garbage
+// collector's pause target.
+const HeldWait = 4 * time.Millisecond
 
 // Info reports what the engine actually set up.
 type Info struct {
@@ -88,6 +112,7 @@ type Info struct {
 	FixedBuffers  bool
 	RegisterFiles bool
 	HugePages     bool     // every worker's slots advised onto transparent huge pages
+	WaitHoldsP    bool     // every worker makes held waits (Options.WaitHoldsP; needs IORING_FEAT_EXT_ARG)
 	Notices       []string // every fallback taken, with its reason
 }
 
@@ -228,6 +253,11 @@ type Stats struct {
 	QueuedAtWaits   uint64
 	Reaped          uint64        // read attempts completed (a short read's rest counts again)
 	HandlerTime     time.Duration // time delivering completions: Handlers and sends to Next
+	// HeldWaits counts the waits made holding the P (Options.WaitHoldsP),
+	// of them HeldExpired those that ran out (HeldWait) with nothing to
+	// reap and were followed by an ordinary wait.
+	HeldWaits   uint64
+	HeldExpired uint64
 }
 
 // Sub returns the counts from o to s, for an interval between two calls
@@ -237,6 +267,7 @@ func (s Stats) Sub(o Stats) Stats {
 		Enters: s.Enters - o.Enters, Waits: s.Waits - o.Waits, WaitTime: s.WaitTime - o.WaitTime,
 		InKernelAtWaits: s.InKernelAtWaits - o.InKernelAtWaits, QueuedAtWaits: s.QueuedAtWaits - o.QueuedAtWaits,
 		Reaped: s.Reaped - o.Reaped, HandlerTime: s.HandlerTime - o.HandlerTime,
+		HeldWaits: s.HeldWaits - o.HeldWaits, HeldExpired: s.HeldExpired - o.HeldExpired,
 	}
 }
 
@@ -253,6 +284,8 @@ func (e *Engine) Stats() Stats {
 		st.QueuedAtWaits += w.st.queued.Load()
 		st.Reaped += w.st.reaped.Load()
 		st.HandlerTime += time.Duration(w.st.deliverNs.Load())
+		st.HeldWaits += w.st.held.Load()
+		st.HeldExpired += w.st.expired.Load()
 	}
 	return st
 }

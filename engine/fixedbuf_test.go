@@ -3,6 +3,8 @@
 package engine
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -107,6 +109,72 @@ func TestSlotMemoryResident(t *testing.T) {
 				if v&1 == 0 {
 					t.Fatalf("page %d of %d not resident", i, len(vec))
 				}
+			}
+		})
+	}
+}
+
+// TestWaitHoldsP: with held waits every read still returns its file's
+// bytes, also with one P (the consumer goroutine needs the P the worker
+// holds while it waits: the wait is bounded, and an idle worker waits as
+// usual); the workers report the held waits. Without the option none.
+func TestWaitHoldsP(t *testing.T) {
+	data := content(1 << 20)
+	path := writeFile(t, data, false)
+	for _, tc := range []struct {
+		hold  bool
+		procs int
+	}{{true, 0}, {true, 1}, {false, 0}} {
+		t.Run(fmt.Sprintf("hold=%v/procs=%d", tc.hold, tc.procs), func(t *testing.T) {
+			if tc.procs > 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(tc.procs))
+			}
+			r, err := ring.New(2)
+			if err != nil {
+				t.Skipf("io_uring unavailable: %v", err)
+			}
+			extArg := r.Features()&ring.FeatExtArg != 0
+			r.Close()
+			e := newEngine(t, Options{Kind: IOUring, QueueDepth: 8, SlotSize: 16 << 10, WaitHoldsP: tc.hold})
+			if e.Info().WaitHoldsP != (tc.hold && extArg) {
+				t.Fatalf("WaitHoldsP %v, EXT_ARG %v: Info %+v", tc.hold, extArg, e.Info())
+			}
+			if tc.hold && !extArg {
+				t.Skip("no IORING_FEAT_EXT_ARG: held waits off")
+			}
+			f, err := e.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := e.NewQueue(QueueOptions{})
+			const reads = 400
+			lens := map[uint64]int{}
+			errc := make(chan error, 1)
+			go func() {
+				var err error
+				for i := 0; i < reads && err == nil; i++ {
+					off := int64(i*7919) % (int64(len(data)) - 5000)
+					err = q.Submit(testCtx(t), []Request{{File: f, Off: off, Len: 5000, Tag: uint64(i)}})
+				}
+				errc <- err
+			}()
+			for i := range reads {
+				lens[uint64(i)] = 5000
+			}
+			for range reads {
+				c, err := q.Next(testCtx(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkCompletion(t, c, data, lens)
+				c.Release()
+			}
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			st := e.Stats()
+			if tc.hold != (st.HeldWaits > 0) || st.HeldExpired > st.HeldWaits {
+				t.Fatalf("WaitHoldsP %v: %+v", tc.hold, st)
 			}
 		})
 	}

@@ -100,6 +100,7 @@ func (w *worker) setupRing() error {
 			regFiles = true
 		}
 	}
+	w.holdP = o.WaitHoldsP && r.Features()&ring.FeatExtArg != 0
 	n := len(w.slots)
 	w.pq = make([]int32, n)
 	w.mbox = make([]int32, 0, n)
@@ -113,6 +114,7 @@ func (w *worker) setupRing() error {
 	}
 	everyWorker(w.id, &e.info.FixedBuffers, fixed)
 	everyWorker(w.id, &e.info.RegisterFiles, regFiles)
+	everyWorker(w.id, &e.info.WaitHoldsP, w.holdP)
 	e.infoMu.Unlock()
 	return nil
 }
@@ -169,7 +171,16 @@ func (w *worker) loop() {
 		if minComplete > 0 {
 			t0 = nanotime()
 		}
-		err := w.enter(minComplete)
+		var err error
+		if minComplete > 0 && w.holdP && w.inKernel > 0 {
+			// Held first; if it ran out with nothing to reap, as usual.
+			if err = w.enterHeld(minComplete); err == nil && r.Ready() == 0 {
+				w.st.expired.Add(1)
+				err = w.enter(minComplete)
+			}
+		} else {
+			err = w.enter(minComplete)
+		}
 		w.waiting.Store(0)
 		w.st.enters.Add(1)
 		if minComplete > 0 {
@@ -281,6 +292,19 @@ func (w *worker) enter(minComplete uint32) error {
 		}
 	}
 	_, err := w.r.SubmitAndWait(minComplete)
+	return err
+}
+
+// enterHeld is enter as a held wait (Options.WaitHoldsP) of at most
+// HeldWait.
+func (w *worker) enterHeld(minComplete uint32) error {
+	if w.enterFaults != nil {
+		if errno := w.enterFaults.FaultEnter(w.id); errno != 0 {
+			return &ring.Error{Op: "enter", Err: errno}
+		}
+	}
+	w.st.held.Add(1)
+	_, err := w.r.SubmitAndWaitHeld(minComplete, int64(HeldWait))
 	return err
 }
 

@@ -44,6 +44,7 @@ type worker struct {
 	// Worker-goroutine state (io_uring).
 	r        *ring.Ring
 	fixed    bool
+	holdP    bool    // held waits (Options.WaitHoldsP, where the kernel can bound them)
 	regFiles []*File // registered-file table of this ring, by File.regIdx
 	fdBuf    [1]int32
 	pq       []int32 // FIFO of slots waiting for an SQE (ring buffer)
@@ -323,6 +324,6 @@ func (w *worker) pqPop() int32 {
 // workerStats are an io_uring worker's counters behind Engine.Stats,
 // written by the worker goroutine only.
 type workerStats struct {
-	enters, waits, reaped, inKernel, queued atomic.Uint64
-	waitNs, deliverNs                       atomic.Int64
+	enters, waits, reaped, inKernel, queued, held, expired atomic.Uint64
+	waitNs, deliverNs                                      atomic.Int64
 }

@@ -336,24 +336,41 @@ func (e *SQE) PrepReadv(fd int32, iovs []unix.Iovec, off uint64, userData uint64
 }
 
 // Submit hands every prepared SQE to the kernel without waiting.
-func (r *Ring) Submit() (int, error) { return r.enter(0, 0, false) }
+func (r *Ring) Submit() (int, error) { return r.enter(0, 0, false, false) }
 
 // SubmitAndWait submits every prepared SQE and waits until at least
 // minComplete completions are ready to reap. EINTR is retried. EAGAIN and
 // EBUSY are returned (as *Error wrapping the errno): the caller must reap
 // completions and call again.
 func (r *Ring) SubmitAndWait(minComplete uint32) (int, error) {
-	return r.enter(minComplete, 0, false)
+	return r.enter(minComplete, 0, false, false)
 }
 
 // SubmitAndWaitTimeout is SubmitAndWait that gives up waiting after
 // timeoutNs nanoseconds (IORING_ENTER_EXT_ARG; kernel 5.11+). A timeout is
 // not an error: it returns the number submitted and nil.
 func (r *Ring) SubmitAndWaitTimeout(minComplete uint32, timeoutNs int64) (int, error) {
-	return r.enter(minComplete, timeoutNs, true)
+	return r.enter(minComplete, timeoutNs, true, false)
 }
 
-func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed bool) (int, error) {
+// SubmitAndWaitHeld is SubmitAndWaitTimeout made as a raw system call:
+// the Go scheduler is not told that the thread is in a system call, so
+// the calling goroutine keeps its P while the kernel sleeps, and no other
+// goroutine runs on that P meanwhile; a stop-the-world (the garbage
+// collector's) waits for the call to return. In exchange the wait costs
+// no scheduler handoff: sysmon does not retake the P, no other thread
+// wakes to run it, and the caller need not reacquire one on return. The
+// timeout (timeoutNs > 0) bounds all of that, so keep it short; the
+// caller decides what to do when it expires (returns 0 and nil) with
+// nothing ready.
+func (r *Ring) SubmitAndWaitHeld(minComplete uint32, timeoutNs int64) (int, error) {
+	if timeoutNs <= 0 {
+		return 0, &Error{Op: "enter", Err: unix.EINVAL}
+	}
+	return r.enter(minComplete, timeoutNs, true, true)
+}
+
+func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed, held bool) (int, error) {
 	if r.fd < 0 {
 		return 0, ErrClosed
 	}
@@ -380,7 +397,7 @@ func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed bool) (int, erro
 		// it runs as a raw syscall: no scheduler bookkeeping, and no P for
 		// sysmon to retake and hand back, on a call made once per chunk.
 		call := syscall6
-		if minComplete == 0 && !timed {
+		if (minComplete == 0 && !timed) || held {
 			call = rawSyscall6
 		}
 		n, _, errno := call(sysEnter, uintptr(r.fd), uintptr(toSubmit),

@@ -313,6 +313,31 @@ func TestSubmitAndWaitTimeout(t *testing.T) {
 	}
 }
 
+// TestSubmitAndWaitHeld: the held wait submits, waits for completions and
+// ends by its timeout when none come, as SubmitAndWaitTimeout; it needs a
+// timeout.
+func TestSubmitAndWaitHeld(t *testing.T) {
+	r := newRing(t, 4)
+	if r.Features()&FeatExtArg == 0 {
+		t.Skip("no EXT_ARG")
+	}
+	if _, err := r.SubmitAndWaitHeld(1, 0); !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("no timeout: %v", err)
+	}
+	if n, err := r.SubmitAndWaitHeld(1, 1e6); err != nil || n != 0 || r.Ready() != 0 {
+		t.Fatalf("nothing in flight: n=%d err=%v Ready %d", n, err, r.Ready())
+	}
+	r.GetSQE().PrepNop(7)
+	r.GetSQE().PrepNop(8)
+	if n, err := r.SubmitAndWaitHeld(2, 1e9); err != nil || n != 2 {
+		t.Fatalf("n=%d err=%v", n, err)
+	}
+	var cqes [4]CQE
+	if n := r.Reap(cqes[:]); n != 2 || cqes[0].UserData != 7 || cqes[1].UserData != 8 {
+		t.Fatalf("reaped %d: %+v", n, cqes[:n])
+	}
+}
+
 func TestClosedRing(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
