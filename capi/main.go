@@ -35,8 +35,9 @@ import (
 	"unsafe"
 )
 
-// abiVersion changes when a call or struct of pagefeed.h changes.
-const abiVersion = 2
+// abiVersion is pagefeed.h's PF_ABI_VERSION, defined there only, next to
+// the structs it versions; the Python package checks it at load.
+const abiVersion = C.PF_ABI_VERSION
 
 var versionStr = C.CString(fmt.Sprintf("pagefeed capi %d", abiVersion)) // static, never freed
 
