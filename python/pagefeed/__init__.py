@@ -288,11 +288,11 @@ class Loader:
             cfg["seq_len"] = seq_len
         # Passed on only when not the default, so that arrow output takes
         # them silently and the library judges every value given.
-        if not isinstance(tokens_dtype, str):  # numpy.int64, np.dtype("int64")
+        if not isinstance(tokens_dtype, str):  # numpy.int64, np.dtype("int64"), torch.int64
             try:
                 tokens_dtype = np.dtype(tokens_dtype).name
             except TypeError:
-                tokens_dtype = str(tokens_dtype)
+                tokens_dtype = str(tokens_dtype).replace("torch.", "", 1)
         if tokens_dtype != "int32":
             cfg["tokens_dtype"] = tokens_dtype
         for k, v in (("position_ids", position_ids), ("cu_seqlens", cu_seqlens), ("loss_mask", loss_mask)):

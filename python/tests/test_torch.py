@@ -97,7 +97,7 @@ def test_tokens_extras_tensors(corpus):
     """The dataset's dict carries the extras asked for, as tensors over the
     same memory as the Loader's views, with the Loader's values."""
     kw = dict(columns=["input_ids"], output="tokens", seq_len=32, batch_rows=4, shuffle="none",
-              deterministic=True, eos=60000, pad=60001, tokens_dtype="int64")
+              deterministic=True, eos=60000, pad=60001, tokens_dtype=torch.int64)
     ds = PagefeedDataset(corpus, position_ids=True, loss_mask=True, cu_seqlens=True, rank=0, world=1, **kw)
     it = iter(ds)
     with pagefeed.Loader(corpus, position_ids=True, loss_mask=True, cu_seqlens=True, **kw) as l:
