@@ -162,3 +162,40 @@ fsinfo=$(df -T "$PWD" 2>/dev/null | awk 'NR == 2 { print $2 " on " $1 }')
 	echo "the ratio is its rows/s over the baseline's."
 } >"$OUT"
 echo "results.sh: wrote $OUT" >&2
+
+# The README quotes the raw ratios of both modes, with the same stamp,
+# between its fio-ratios markers.
+if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.md; then
+	quote=$(mktemp)
+	{
+		echo "pagebench ÷ fio, medians of alternating pairs ($(date -u +%Y-%m-%d), commit $commit, $(uname -sr), $(nproc) CPUs${cpu:+ ($cpu)}, ${fsinfo:-unknown}):"
+		echo
+		echo "| job | metric | both at their defaults | both with fio's best flags |"
+		echo "| --- | --- | --- | --- |"
+		awk -F' [|] ' '
+			/^[|] raw / && !/median of pairs/ {
+				split(substr($1, 7), a, ", ")   # "4k randread io_uring qd64" and "defaults: IOPS"
+				split(a[2], b, ": ")
+				key = a[1] " | " b[2]
+				if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+				r = $4; sub(/ [|]$/, "", r)
+				v[key, b[1]] = r
+			}
+			END {
+				for (i = 1; i <= n; i++) {
+					k = order[i]
+					printf "| %s | %s | %s |\n", k, (v[k, "defaults"] == "" ? "not run" : v[k, "defaults"]), (v[k, "best"] == "" ? "not run" : v[k, "best"])
+				}
+			}' "$rows"
+		echo
+		echo "${best:+Best flags, given to both: \`$best\`. }CPU per I/O is lower-better. Whole table: [docs/results.md](docs/results.md)."
+	} >"$quote"
+	if grep -q '^| raw ' "$rows"; then
+		awk -v q="$quote" '
+			/^<!-- fio-ratios:begin -->$/ { print; while ((getline l < q) > 0) print l; skip = 1; next }
+			/^<!-- fio-ratios:end -->$/ { skip = 0 }
+			!skip' README.md >README.md.tmp && mv README.md.tmp README.md
+		echo "results.sh: updated README.md's fio ratios" >&2
+	fi
+	rm -f "$quote"
+fi
