@@ -104,7 +104,8 @@ func (b *Batch) Detach() *Batch {
 		panic("rinas: Detach of a released Batch")
 	}
 	d := &Batch{Epoch: b.Epoch, Rows: b.Rows, SeqLen: b.SeqLen, Fill: b.Fill,
-		Pages: slices.Clone(b.Pages), Refs: slices.Clone(b.Refs), Tokens: slices.Clone(b.Tokens)}
+		Pages: slices.Clone(b.Pages), Refs: slices.Clone(b.Refs), Tokens: slices.Clone(b.Tokens), Tokens64: slices.Clone(b.Tokens64),
+		PositionIDs: slices.Clone(b.PositionIDs), CuSeqlens: slices.Clone(b.CuSeqlens), LossMask: slices.Clone(b.LossMask)}
 	cols := make([]Column, len(b.Columns))
 	for i, c := range b.Columns {
 		cols[i] = Column{Name: c.Name, Arrays: make([]arrow.Array, len(c.Arrays))}
