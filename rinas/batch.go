@@ -97,7 +97,8 @@ func (b *Batch) Release() {
 
 // Detach returns a deep copy of b in Go memory, which stays valid after
 // b.Release and needs no Release of its own (calling it once is allowed).
-// It copies every array's buffers, Tokens, Pages and Refs; call it before
+// It copies every array's buffers, the token arrays (Tokens, Tokens64,
+// PositionIDs, CuSeqlens, LossMask), Pages and Refs; call it before
 // b.Release, which it does not replace. Detaching a released batch panics.
 func (b *Batch) Detach() *Batch {
 	if b.released.Load() {
