@@ -36,7 +36,10 @@ bin/pagefeed index "$data" --column input_ids
 
 echo
 echo "== loader vs baselines: $runtime s each, column input_ids, batch 64 pages, O_DIRECT"
-bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$runtime" --charts="$dir/charts" 2>/dev/null
+if ! bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$runtime" --charts="$dir/charts" 2>"$dir/compare.log"; then
+	tail -5 "$dir/compare.log" >&2 # progress lines, then the error
+	exit 1
+fi
 
 echo
 echo "== several columns: input_ids with id and text, row-aligned (page shuffle led by input_ids), $runtime s"

@@ -195,11 +195,17 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Writer) error {
 	labels := make([]string, len(rows))
 	rps := make([]float64, len(rows))
-	p99 := make([]float64, len(rows))
+	// Batch latency only for the cases that deliver batches (decoding
+	// alone from memory has none).
+	var latLabels []string
+	var p99 []float64
 	for i, r := range rows {
-		labels[i], rps[i], p99[i] = r.Short, r.RowsPerSec, r.BatchP99Ns/1e6
+		labels[i], rps[i] = r.Short, r.RowsPerSec
 		if labels[i] == "" {
 			labels[i] = r.Label
+		}
+		if r.BatchP99Ns > 0 {
+			latLabels, p99 = append(latLabels, labels[i]), append(p99, r.BatchP99Ns/1e6)
 		}
 	}
 	for _, c := range []struct {
@@ -207,8 +213,11 @@ func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Wr
 		bars plot.Bars
 	}{
 		{"compare_rows_per_sec", plot.Bars{Title: "rows delivered per second (same run)", YLabel: "rows/s", Unit: "rows/s", Labels: labels, Values: rps}},
-		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "p99 batch latency (ms)", Unit: "ms", Labels: labels, Values: p99}},
+		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "p99 batch latency (ms)", Unit: "ms", Labels: latLabels, Values: p99}},
 	} {
+		if len(c.bars.Values) == 0 {
+			continue
+		}
 		base := filepath.Join(dir, c.name)
 		if err := c.bars.Save(base); err != nil {
 			return fmt.Errorf("chart %s: %w", base, err)
