@@ -134,11 +134,7 @@ func (l *Loader) rowPage(row int64) int {
 
 // item returns the unit at (unwrapped) position pos of sh's epoch.
 func (l *Loader) item(sh perm.Shard, pos uint64) uint64 {
-	pos = sh.Wrap(pos)
-	if l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream {
-		return pos
-	}
-	return sh.Perm.At(pos)
+	return unitAt(sh, pos, inFileOrder(l.cfg.Shuffle))
 }
 
 // planner keeps the epoch plans computed so far, so that an epoch is
@@ -228,9 +224,7 @@ func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epoch
 // repeats counted for the report.
 func (l *Loader) planPages(sh perm.Shard, start uint64, ep epochPlan, even bool) (perm.Shard, epochPlan) {
 	w := uint64(l.cfg.World)
-	if even {
-		ep.end = perm.EvenEnd(l.nUnits, l.cfg.World, l.cfg.PadLast)
-	}
+	ep.end = pageEnd(l.nUnits, l.cfg.World, l.cfg.PadLast, even, ep.end)
 	sh = sh.WithEnd(ep.end)
 	ep.steps = int64((sh.Len() + uint64(l.cfg.BatchPages) - 1) / uint64(l.cfg.BatchPages))
 	if even && ep.end < l.nUnits {
@@ -252,9 +246,7 @@ func (l *Loader) planPages(sh perm.Shard, start uint64, ep epochPlan, even bool)
 // count from the estimated tokens that Next then yields exactly.
 func (l *Loader) planTokens(sh perm.Shard, start uint64, ep epochPlan, even bool) (perm.Shard, epochPlan) {
 	w := uint64(l.cfg.World)
-	if even {
-		ep.end = perm.EvenEnd(l.nUnits, l.cfg.World, l.cfg.PadLast)
-	}
+	ep.end = pageEnd(l.nUnits, l.cfg.World, l.cfg.PadLast, even, ep.end)
 	sh = sh.WithEnd(ep.end)
 	per := float64(l.cfg.BatchRows) * float64(l.cfg.SeqLen)
 	tok := make([]float64, l.cfg.World)
@@ -384,7 +376,7 @@ func (l *Loader) countRows(p perm.Perm, start uint64, rows []int64) {
 			unit[c] = int32(r)
 		}
 	}
-	ordered := l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream
+	ordered := inFileOrder(l.cfg.Shuffle)
 	parts := uint64(max(1, min(runtime.GOMAXPROCS(0), int(n/(1<<16)))))
 	if parts == 1 {
 		countRange(p, ordered, unit, start, 0, n, rows)
