@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/pagefeed/pagefeed/codec"
@@ -118,18 +119,11 @@ func (l *Loader) unitWeight(item uint64) float64 {
 	return float64(max(l.pageRows[item], 0))
 }
 
-// rowPage returns the page holding global row row (row mode).
+// rowPage returns the page holding global row row (row mode): the last
+// page starting at or before it (empty pages start where the next does).
 func (l *Loader) rowPage(row int64) int {
-	lo, hi := 0, len(l.rowStart)-1
-	for hi-lo > 1 {
-		m := (lo + hi) / 2
-		if l.rowStart[m] <= row {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return lo
+	i, _ := slices.BinarySearch(l.rowStart[:len(l.rowStart)-1], row+1)
+	return i - 1
 }
 
 // item returns the unit at (unwrapped) position pos of sh's epoch.
