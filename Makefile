@@ -57,7 +57,8 @@ deps:
 	@if /usr/bin/python3 -c 'import numpy, torch, torch.distributed, pytest' >/dev/null 2>&1; then \
 		echo "deps: numpy, torch and pytest already importable by /usr/bin/python3"; \
 	else \
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
 			python3-numpy python3-torch python3-pytest; \
 	fi
 

@@ -263,7 +263,9 @@ func (j *Job) validate() error {
 }
 
 // Set applies one option to j. Unknown keys and bad values are errors that
-// name the key and the value.
+// name the key and the value. It is one long function because it is the
+// option table: a switch with a short case per fio option, read and kept
+// in step with fio's documentation as one list.
 func (j *Job) Set(o Option) error {
 	key, v := strings.TrimSpace(o.Key), strings.TrimSpace(o.Value)
 	needValue := func() error {

@@ -24,7 +24,6 @@ import (
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
-	"github.com/pagefeed/pagefeed/index/perm"
 	"github.com/pagefeed/pagefeed/internal/procstat"
 	"github.com/pagefeed/pagefeed/pin"
 	"github.com/pagefeed/pagefeed/rinas"
@@ -477,48 +476,66 @@ func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 	return ix, nil
 }
 
-// runMmap is the page-cache baseline: the same page order, each page
-// copied out of the mmap'd file and decoded.
+// baselinePlan returns the loader's own page plan of epoch
+// (rinas.PlanPages) for a baseline: cfg's shuffle, seed, rank, world and
+// equal-steps policy over ix's units, the column's pages or under the
+// rowgroup shuffle its row groups (unitPages). It is the plan of page
+// batches also where cfg asks for row batches, whose end by row counts
+// the baselines do not reproduce; the row shuffle, whose units are rows,
+// has none (ErrBadOption).
+func baselinePlan(cfg *ParquetConfig, ix *index.Index, epoch uint64) (rinas.PagePlan, error) {
+	n := uint64(ix.NumPages(0))
+	if cfg.Shuffle == rinas.ShuffleRowGroup {
+		n = uint64(ix.NumChunks())
+	}
+	rc := rinas.Config{Shuffle: cfg.Shuffle, Seed: cfg.Seed, Rank: cfg.Rank, World: cfg.World,
+		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven}
+	p, err := rinas.PlanPages(rc, n, epoch)
+	if err != nil {
+		return p, &Error{Op: "parquet", Off: -1, Err: fmt.Errorf("%w: the %s baseline reads the loader's page plan: %v", ErrBadOption, baselineName(cfg), err)}
+	}
+	return p, nil
+}
+
+// baselineName names cfg's baseline for errors.
+func baselineName(cfg *ParquetConfig) string {
+	if cfg.Engine != ParquetPagefeed {
+		return cfg.Engine.String()
+	}
+	return cfg.IOEngine.String()
+}
+
+// unitPages returns the pages [lo, hi) of the column of baselinePlan's
+// unit u: the page itself, or under the rowgroup shuffle the row group's.
+func unitPages(cfg *ParquetConfig, ix *index.Index, u uint64) (lo, hi int) {
+	if cfg.Shuffle != rinas.ShuffleRowGroup {
+		return int(u), int(u) + 1
+	}
+	c := ix.Chunk(0, int(u))
+	return c.FirstPage, c.FirstPage + c.NumPages
+}
+
+// runMmap is the page-cache baseline: the loader's page plan
+// (baselinePlan), each page copied out of the mmap'd file and decoded.
+// Its batches are Batch units of the plan.
 func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
 	ix, err := buildIndex(ctx, cfg, files, res)
 	if err != nil {
 		return err
 	}
-	maps := make([][]byte, ix.NumFiles())
-	defer func() {
-		for _, m := range maps {
-			if m != nil {
-				unix.Munmap(m)
-			}
-		}
-	}()
-	for i := range maps {
-		fi := ix.File(i)
-		f, err := os.Open(fi.Path)
-		if err != nil {
-			return &Error{Op: "open", Path: fi.Path, Err: err}
-		}
-		m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size), unix.PROT_READ, unix.MAP_SHARED)
-		f.Close()
-		if err != nil {
-			return &Error{Op: "mmap", Path: fi.Path, Err: err}
-		}
-		maps[i] = m
+	m := &mmapReader{ix: ix, maps: make([][]byte, ix.NumFiles()), dicts: map[int]*codec.Dictionary{}, buf: make([]byte, 0, 1<<20)}
+	defer m.close()
+	if err := m.open(); err != nil {
+		return err
 	}
-	dec := codec.NewDecoder(codec.Options{})
-	defer dec.Close()
-	dicts := map[int]*codec.Dictionary{}
-	n := uint64(ix.NumPages(0))
-	buf := make([]byte, 0, 1<<20)
 	start := time.Now()
 	lastTick, batchStart := start, start
 	for ep := 0; cfg.Loops <= 0 || ep < cfg.Loops; ep++ {
-		p := perm.New(n, cfg.Seed, cfg.Epoch+uint64(ep))
-		sh, err := p.Shard(0, cfg.Rank, cfg.World)
+		plan, err := baselinePlan(&cfg, ix, cfg.Epoch+uint64(ep))
 		if err != nil {
 			return err
 		}
-		for j := uint64(0); j < sh.Len(); j++ {
+		for j := uint64(0); j < plan.Len(); j++ {
 			if j%uint64(cfg.Batch) == 0 {
 				if deadline(&cfg, start) {
 					return nil
@@ -527,34 +544,17 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 					return err
 				}
 			}
-			g := int(sh.At(j))
-			loc := ix.Locate(0, g)
-			ci := ix.Chunk(0, loc.Chunk)
-			ch := codec.ChunkOf(ci.Descr, ci.Codec, ix.File(loc.File).Path, nil)
-			m := maps[loc.File]
-			d := dicts[loc.Chunk]
-			if d == nil && ci.DictSize > 0 {
-				if d, err = dec.Dictionary(ch, m[ci.DictOffset:ci.DictOffset+int64(ci.DictSize)], ci.DictOffset); err != nil {
+			lo, hi := unitPages(&cfg, ix, plan.At(j))
+			for g := lo; g < hi; g++ {
+				if err := m.page(g, res); err != nil {
 					return err
 				}
-				dicts[loc.Chunk] = d
-				res.DiskBytes += int64(ci.DictSize)
+				if dump != nil {
+					dump.WriteString(strconv.Itoa(g))
+					dump.WriteByte('\n')
+				}
 			}
-			buf = append(buf[:0], m[loc.Offset:loc.Offset+int64(loc.Size)]...)
-			pg, err := dec.DecodePage(ch, d, buf, loc.Offset)
-			if err != nil {
-				return err
-			}
-			res.Pages++
-			res.Rows += int64(pg.Rows())
-			res.DiskBytes += int64(loc.Size)
-			res.DecodedBytes += int64(pg.Header().UncompressedSize)
-			pg.Release()
-			if dump != nil {
-				dump.WriteString(strconv.Itoa(g))
-				dump.WriteByte('\n')
-			}
-			if (j+1)%uint64(cfg.Batch) == 0 || j+1 == sh.Len() {
+			if (j+1)%uint64(cfg.Batch) == 0 || j+1 == plan.Len() {
 				res.Batches++
 				now := time.Now()
 				res.BatchLat.Record(now.Sub(batchStart).Nanoseconds())
@@ -572,20 +572,123 @@ func runMmap(ctx context.Context, cfg ParquetConfig, files []string, res *Parque
 	return nil
 }
 
+// mmapReader is runMmap's reader: every file of ix mapped, one decoder,
+// and each chunk's dictionary decoded once.
+type mmapReader struct {
+	ix    *index.Index
+	maps  [][]byte
+	dec   *codec.Decoder
+	dicts map[int]*codec.Dictionary
+	buf   []byte
+}
+
+// open maps every file and makes the decoder; close undoes what it did.
+func (m *mmapReader) open() error {
+	for i := range m.maps {
+		fi := m.ix.File(i)
+		f, err := os.Open(fi.Path)
+		if err != nil {
+			return &Error{Op: "open", Path: fi.Path, Err: err}
+		}
+		b, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size), unix.PROT_READ, unix.MAP_SHARED)
+		f.Close()
+		if err != nil {
+			return &Error{Op: "mmap", Path: fi.Path, Err: err}
+		}
+		m.maps[i] = b
+	}
+	m.dec = codec.NewDecoder(codec.Options{})
+	return nil
+}
+
+func (m *mmapReader) close() {
+	for _, b := range m.maps {
+		if b != nil {
+			unix.Munmap(b)
+		}
+	}
+	if m.dec != nil {
+		m.dec.Close()
+	}
+}
+
+// page copies page g out of its mapped file (its chunk's dictionary
+// first, once) and decodes it, counting it in res.
+func (m *mmapReader) page(g int, res *ParquetResult) error {
+	ix := m.ix
+	loc := ix.Locate(0, g)
+	ci := ix.Chunk(0, loc.Chunk)
+	ch := codec.ChunkOf(ci.Descr, ci.Codec, ix.File(loc.File).Path, nil)
+	mp := m.maps[loc.File]
+	d := m.dicts[loc.Chunk]
+	if d == nil && ci.DictSize > 0 {
+		var err error
+		if d, err = m.dec.Dictionary(ch, mp[ci.DictOffset:ci.DictOffset+int64(ci.DictSize)], ci.DictOffset); err != nil {
+			return err
+		}
+		m.dicts[loc.Chunk] = d
+		res.DiskBytes += int64(ci.DictSize)
+	}
+	m.buf = append(m.buf[:0], mp[loc.Offset:loc.Offset+int64(loc.Size)]...)
+	pg, err := m.dec.DecodePage(ch, d, m.buf, loc.Offset)
+	if err != nil {
+		return err
+	}
+	res.Pages++
+	res.Rows += int64(pg.Rows())
+	res.DiskBytes += int64(loc.Size)
+	res.DecodedBytes += int64(pg.Header().UncompressedSize)
+	pg.Release()
+	return nil
+}
+
+// arrowFile is a file open for runArrowGo: arrow-go's reader of it and the
+// index of the column's top-level field.
+type arrowFile struct {
+	f   *os.File
+	pr  *file.Reader
+	fr  *pqarrow.FileReader
+	col int
+}
+
+// openArrowFile opens path for arrow-go, reading the top-level field top.
+func openArrowFile(path, top string) (*arrowFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &Error{Op: "open", Path: path, Err: err}
+	}
+	pr, err := file.NewParquetReader(f)
+	if err != nil {
+		f.Close()
+		return nil, &Error{Op: "open", Path: path, Err: err}
+	}
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
+	if err != nil {
+		pr.Close()
+		f.Close()
+		return nil, &Error{Op: "open", Path: path, Err: err}
+	}
+	o := &arrowFile{f: f, pr: pr, fr: fr, col: pr.MetaData().Schema.Root().FieldIndexByName(top)}
+	if o.col < 0 {
+		pr.Close()
+		f.Close()
+		return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("no field %q", top)}
+	}
+	return o, nil
+}
+
 // runArrowGo is the chunk-granular baseline: arrow-go's pqarrow reads
-// whole row groups of the column, in a seeded random order.
+// whole row groups of the column, in the loader's page plan
+// (baselinePlan). Under the rowgroup shuffle it reads each row group once
+// and keeps all its rows; any other shuffle is served page by page, and
+// arrow-go can only read the whole row group holding the page
+// (chunk-granular I/O), keeping the page's rows: the YOUMU comparison.
 func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *ParquetResult, dump *bufio.Writer, progress func(int64, time.Duration)) error {
 	ix, err := buildIndex(ctx, cfg, files, res)
 	if err != nil {
 		return err
 	}
-	type opened struct {
-		f   *os.File
-		pr  *file.Reader
-		fr  *pqarrow.FileReader
-		col int
-	}
-	readers := make([]*opened, ix.NumFiles())
+	readers := make([]*arrowFile, ix.NumFiles())
 	defer func() {
 		for _, o := range readers {
 			if o != nil {
@@ -594,35 +697,24 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 			}
 		}
 	}()
-	colPath := ix.Column(0).Path
-	top := strings.SplitN(colPath, ".", 2)[0]
-	// Row-group shuffle reads each row group once and keeps all its rows;
-	// any other shuffle is served page by page, and arrow-go can only read
-	// the whole row group holding the page (chunk-granular I/O), keeping
-	// the page's rows: the YOUMU comparison.
-	perPage := cfg.Shuffle != rinas.ShuffleRowGroup
-	n := uint64(ix.NumChunks())
-	if perPage {
-		n = uint64(ix.NumPages(0))
-	}
+	top := strings.SplitN(ix.Column(0).Path, ".", 2)[0]
 	start := time.Now()
 	lastTick := start
 	for ep := 0; cfg.Loops <= 0 || ep < cfg.Loops; ep++ {
-		p := perm.New(n, cfg.Seed, cfg.Epoch+uint64(ep))
-		sh, err := p.Shard(0, cfg.Rank, cfg.World)
+		plan, err := baselinePlan(&cfg, ix, cfg.Epoch+uint64(ep))
 		if err != nil {
 			return err
 		}
-		for j := uint64(0); j < sh.Len(); j++ {
+		for j := uint64(0); j < plan.Len(); j++ {
 			if deadline(&cfg, start) {
 				return nil
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			c, keep := int(sh.At(j)), int64(-1)
+			c, keep := int(plan.At(j)), int64(-1)
 			page := c
-			if perPage {
+			if cfg.Shuffle != rinas.ShuffleRowGroup {
 				loc := ix.Locate(0, c)
 				c, keep = loc.Chunk, int64(loc.NumRows)
 				if keep < 0 {
@@ -630,65 +722,13 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 				}
 			}
 			ci := ix.Chunk(0, c)
-			o := readers[ci.File]
-			if o == nil {
-				path := ix.File(ci.File).Path
-				f, err := os.Open(path)
-				if err != nil {
-					return &Error{Op: "open", Path: path, Err: err}
+			if readers[ci.File] == nil {
+				if readers[ci.File], err = openArrowFile(ix.File(ci.File).Path, top); err != nil {
+					return err
 				}
-				pr, err := file.NewParquetReader(f)
-				if err != nil {
-					f.Close()
-					return &Error{Op: "open", Path: path, Err: err}
-				}
-				fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{BatchSize: 1 << 16}, memory.DefaultAllocator)
-				if err != nil {
-					pr.Close()
-					f.Close()
-					return &Error{Op: "open", Path: path, Err: err}
-				}
-				o = &opened{f: f, pr: pr, fr: fr, col: pr.MetaData().Schema.Root().FieldIndexByName(top)}
-				if o.col < 0 {
-					pr.Close()
-					f.Close()
-					return &Error{Op: "open", Path: path, Err: fmt.Errorf("no field %q", top)}
-				}
-				readers[ci.File] = o
 			}
-			t0 := time.Now()
-			cr, err := o.fr.GetColumn(ctx, o.col)
-			if err != nil {
+			if err := readArrowChunk(ctx, readers[ci.File], ix, ci, page, keep, res, dump); err != nil {
 				return err
-			}
-			chunked, err := o.fr.ReadColumn([]int{ci.RowGroup}, cr)
-			if err != nil {
-				return &Error{Op: "read", Path: o.f.Name(), Err: err}
-			}
-			rowsRead := int64(chunked.Len())
-			chunked.Release()
-			res.BatchLat.Record(time.Since(t0).Nanoseconds())
-			res.Batches++
-			if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
-				res.DiskBytes += cc.TotalCompressedSize()
-				res.DecodedBytes += cc.TotalUncompressedSize()
-			}
-			if perPage {
-				res.Rows += keep
-				res.Pages++
-				if dump != nil {
-					dump.WriteString(strconv.Itoa(page))
-					dump.WriteByte('\n')
-				}
-			} else {
-				res.Rows += rowsRead
-				res.Pages += int64(ci.NumPages)
-				if dump != nil {
-					for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
-						dump.WriteString(strconv.Itoa(g))
-						dump.WriteByte('\n')
-					}
-				}
 			}
 			if progress != nil && time.Since(lastTick) >= time.Second {
 				lastTick = time.Now()
@@ -697,6 +737,47 @@ func runArrowGo(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 		}
 		if deadline(&cfg, start) {
 			break
+		}
+	}
+	return nil
+}
+
+// readArrowChunk reads row group ci of the column through o as one batch
+// and counts it in res: keep ≥ 0, as page page of keep rows (the page
+// shuffle); keep < 0, as the whole row group.
+func readArrowChunk(ctx context.Context, o *arrowFile, ix *index.Index, ci index.ChunkInfo, page int, keep int64, res *ParquetResult, dump *bufio.Writer) error {
+	t0 := time.Now()
+	cr, err := o.fr.GetColumn(ctx, o.col)
+	if err != nil {
+		return err
+	}
+	chunked, err := o.fr.ReadColumn([]int{ci.RowGroup}, cr)
+	if err != nil {
+		return &Error{Op: "read", Path: o.f.Name(), Err: err}
+	}
+	rowsRead := int64(chunked.Len())
+	chunked.Release()
+	res.BatchLat.Record(time.Since(t0).Nanoseconds())
+	res.Batches++
+	if cc, err := o.pr.MetaData().RowGroup(ci.RowGroup).ColumnChunk(ix.Leaf(0, ci.File)); err == nil {
+		res.DiskBytes += cc.TotalCompressedSize()
+		res.DecodedBytes += cc.TotalUncompressedSize()
+	}
+	if keep >= 0 {
+		res.Rows += keep
+		res.Pages++
+		if dump != nil {
+			dump.WriteString(strconv.Itoa(page))
+			dump.WriteByte('\n')
+		}
+		return nil
+	}
+	res.Rows += rowsRead
+	res.Pages += int64(ci.NumPages)
+	if dump != nil {
+		for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
+			dump.WriteString(strconv.Itoa(g))
+			dump.WriteByte('\n')
 		}
 	}
 	return nil
@@ -902,54 +983,9 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 	if err != nil {
 		return err
 	}
-	type page struct {
-		ch   *codec.Chunk
-		dict *codec.Dictionary
-		b    []byte
-		off  int64
-	}
-	dec := codec.NewDecoder(codec.Options{})
-	defer dec.Close()
-	dicts := map[int]*codec.Dictionary{}
-	chunks := map[int]*codec.Chunk{}
-	var pages []page
-	total := 0
-	p := perm.New(uint64(ix.NumPages(0)), cfg.Seed, cfg.Epoch)
-	for k := uint64(0); k < p.Len() && total < decodeOnlyBytes; k++ {
-		g := int(p.At(k))
-		loc := ix.Locate(0, g)
-		ci := ix.Chunk(0, loc.Chunk)
-		path := ix.File(loc.File).Path
-		read := func(off int64, n int) ([]byte, error) {
-			b, err := engine.ReadRange(path, off, n, engine.Off)
-			if err == io.EOF { // shorter than the index says
-				err = &Error{Op: "read", Path: path, Off: off, Err: io.ErrUnexpectedEOF}
-			}
-			return b, err
-		}
-		ch := chunks[loc.Chunk]
-		if ch == nil {
-			ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
-			chunks[loc.Chunk] = ch
-			if ci.DictSize > 0 {
-				b, err := read(ci.DictOffset, int(ci.DictSize))
-				if err != nil {
-					return err
-				}
-				if dicts[loc.Chunk], err = dec.Dictionary(ch, b, ci.DictOffset); err != nil {
-					return err
-				}
-			}
-		}
-		b, err := read(loc.Offset, int(loc.Size))
-		if err != nil {
-			return err
-		}
-		pages = append(pages, page{ch, dicts[loc.Chunk], b, loc.Offset})
-		total += len(b)
-	}
-	if len(pages) == 0 {
-		return &Error{Op: "decode", Err: fmt.Errorf("%w: no pages", ErrBadOption)}
+	pages, err := preloadPages(&cfg, ix)
+	if err != nil {
+		return err
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if cfg.Workers > 0 {
@@ -963,48 +999,120 @@ func runDecodeOnly(ctx context.Context, cfg ParquetConfig, files []string, res *
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			d := codec.NewDecoder(codec.Options{Mem: &codec.PoolAllocator{}})
-			defer d.Close()
-			var n, rows, decoded, disk int64
-			defer func() {
-				mu.Lock()
-				res.Pages += n
-				res.Rows += rows
-				res.DecodedBytes += decoded
-				res.DiskBytes += disk
-				mu.Unlock()
-			}()
-			for i := w; ; i += workers {
-				if i >= len(pages) {
-					if cfg.Loops > 0 {
-						return
-					}
-					i %= len(pages)
-				}
-				if n%64 == 0 && (ctx.Err() != nil || deadline(&cfg, start)) {
-					return
-				}
-				pg := &pages[i]
-				out, err := d.DecodePage(pg.ch, pg.dict, pg.b, pg.off)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					return
-				}
-				n++
-				rows += int64(out.Rows())
-				decoded += int64(out.Header().UncompressedSize)
-				disk += int64(len(pg.b))
-				out.Release()
+			var c decodeCounts
+			err := decodeShare(ctx, &cfg, pages, w, workers, start, &c)
+			mu.Lock()
+			res.Pages += c.pages
+			res.Rows += c.rows
+			res.DecodedBytes += c.decoded
+			res.DiskBytes += c.disk
+			if err != nil && firstErr == nil {
+				firstErr = err
 			}
+			mu.Unlock()
 		}(w)
 	}
 	wg.Wait()
 	res.measured = time.Since(start)
 	return firstErr
+}
+
+// preloadedPage is a page runDecodeOnly holds in memory, with its chunk
+// and decoded dictionary.
+type preloadedPage struct {
+	ch   *codec.Chunk
+	dict *codec.Dictionary
+	b    []byte
+	off  int64
+}
+
+// preloadPages reads the pages of the loader's page plan of cfg's first
+// epoch (baselinePlan), in its order, up to decodeOnlyBytes, and decodes
+// their chunks' dictionaries.
+func preloadPages(cfg *ParquetConfig, ix *index.Index) ([]preloadedPage, error) {
+	plan, err := baselinePlan(cfg, ix, cfg.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	dec := codec.NewDecoder(codec.Options{})
+	defer dec.Close()
+	dicts := map[int]*codec.Dictionary{}
+	chunks := map[int]*codec.Chunk{}
+	var pages []preloadedPage
+	total := 0
+	for k := uint64(0); k < plan.Len() && total < decodeOnlyBytes; k++ {
+		lo, hi := unitPages(cfg, ix, plan.At(k))
+		for g := lo; g < hi && total < decodeOnlyBytes; g++ {
+			loc := ix.Locate(0, g)
+			ci := ix.Chunk(0, loc.Chunk)
+			path := ix.File(loc.File).Path
+			read := func(off int64, n int) ([]byte, error) {
+				b, err := engine.ReadRange(path, off, n, engine.Off)
+				if err == io.EOF { // shorter than the index says
+					err = &Error{Op: "read", Path: path, Off: off, Err: io.ErrUnexpectedEOF}
+				}
+				return b, err
+			}
+			ch := chunks[loc.Chunk]
+			if ch == nil {
+				ch = codec.ChunkOf(ci.Descr, ci.Codec, path, nil)
+				chunks[loc.Chunk] = ch
+				if ci.DictSize > 0 {
+					b, err := read(ci.DictOffset, int(ci.DictSize))
+					if err != nil {
+						return nil, err
+					}
+					if dicts[loc.Chunk], err = dec.Dictionary(ch, b, ci.DictOffset); err != nil {
+						return nil, err
+					}
+				}
+			}
+			b, err := read(loc.Offset, int(loc.Size))
+			if err != nil {
+				return nil, err
+			}
+			pages = append(pages, preloadedPage{ch, dicts[loc.Chunk], b, loc.Offset})
+			total += len(b)
+		}
+	}
+	if len(pages) == 0 {
+		return nil, &Error{Op: "decode", Err: fmt.Errorf("%w: no pages", ErrBadOption)}
+	}
+	return pages, nil
+}
+
+// decodeCounts is what one decode-only worker did.
+type decodeCounts struct {
+	pages, rows, decoded, disk int64
+}
+
+// decodeShare decodes worker w's share of pages (every workers-th, from
+// the w-th) with its own Decoder, round after round until the runtime is
+// over or ctx is done (Loops: once), counting into c.
+func decodeShare(ctx context.Context, cfg *ParquetConfig, pages []preloadedPage, w, workers int, start time.Time, c *decodeCounts) error {
+	d := codec.NewDecoder(codec.Options{Mem: &codec.PoolAllocator{}})
+	defer d.Close()
+	for i := w; ; i += workers {
+		if i >= len(pages) {
+			if cfg.Loops > 0 {
+				return nil
+			}
+			i %= len(pages)
+		}
+		if c.pages%64 == 0 && (ctx.Err() != nil || deadline(cfg, start)) {
+			return nil
+		}
+		pg := &pages[i]
+		out, err := d.DecodePage(pg.ch, pg.dict, pg.b, pg.off)
+		if err != nil {
+			return err
+		}
+		c.pages++
+		c.rows += int64(out.Rows())
+		c.decoded += int64(out.Header().UncompressedSize)
+		c.disk += int64(len(pg.b))
+		out.Release()
+	}
 }
 
 // uringRefused words an explicit io_uring the kernel refuses as fio does

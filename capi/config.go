@@ -32,7 +32,11 @@ type jsonConfig struct {
 	PadLast       bool            `json:"pad_last"`
 	KeepUneven    bool            `json:"keep_uneven"`
 	Deterministic bool            `json:"deterministic"`
-	Output        string          `json:"output"` // arrow|tokens (int32)
+	Output        string          `json:"output"`       // arrow|tokens
+	TokensDtype   string          `json:"tokens_dtype"` // int32 (default)|int64
+	PositionIDs   bool            `json:"position_ids"`
+	CuSeqlens     bool            `json:"cu_seqlens"`
+	LossMask      bool            `json:"loss_mask"`
 	SeqLen        int             `json:"seq_len"`
 	EOS           *int32          `json:"eos"` // given: used as is, 0 included
 	Pad           *int32          `json:"pad"`
@@ -43,18 +47,57 @@ type jsonConfig struct {
 	Resume        json.RawMessage `json:"resume"`
 }
 
-// parseConfig turns pf_open's JSON into a rinas.Config. Every error wraps
-// rinas.ErrConfig (rinas.ErrState for a bad "resume").
-func parseConfig(b []byte) (rinas.Config, error) {
+// extras says which of a tokens batch's per-token arrays the descriptor
+// carries. The loader derives all three for every tokens batch; the keys
+// only choose what a caller sees, so that one that asks for none gets
+// NULL pointers rather than arrays it did not expect.
+type extras struct {
+	positionIDs, cuSeqlens, lossMask bool
+}
+
+// parseConfig turns pf_open's JSON into a rinas.Config and the
+// descriptor extras it asks for. Every error wraps rinas.ErrConfig
+// (rinas.ErrState for a bad "resume"). tokens_dtype "int64" and the
+// extras need output "tokens": asked of arrow output they are config
+// errors, not silently ignored.
+func parseConfig(b []byte) (rinas.Config, extras, error) {
 	var j jsonConfig
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&j); err != nil {
-		return rinas.Config{}, fmt.Errorf("%w: %v", rinas.ErrConfig, err)
+		return rinas.Config{}, extras{}, fmt.Errorf("%w: %v", rinas.ErrConfig, err)
 	}
 	if d.More() {
-		return rinas.Config{}, fmt.Errorf("%w: data after the config object", rinas.ErrConfig)
+		return rinas.Config{}, extras{}, fmt.Errorf("%w: data after the config object", rinas.ErrConfig)
 	}
+	c, err := toConfig(&j)
+	if err != nil {
+		return c, extras{}, err
+	}
+	x := extras{positionIDs: j.PositionIDs, cuSeqlens: j.CuSeqlens, lossMask: j.LossMask}
+	switch j.TokensDtype {
+	case "", "int32":
+	case "int64":
+		c.Tokens64 = true
+	default:
+		return c, x, fmt.Errorf("%w: tokens_dtype %q: want \"int32\" or \"int64\"", rinas.ErrConfig, j.TokensDtype)
+	}
+	if c.Output != rinas.OutputTokens {
+		for _, k := range []struct {
+			name string
+			set  bool
+		}{{"tokens_dtype \"int64\"", c.Tokens64}, {"position_ids", x.positionIDs}, {"cu_seqlens", x.cuSeqlens}, {"loss_mask", x.lossMask}} {
+			if k.set {
+				return c, x, fmt.Errorf("%w: %s needs output \"tokens\"", rinas.ErrConfig, k.name)
+			}
+		}
+	}
+	return c, x, nil
+}
+
+// toConfig maps the JSON fields onto a rinas.Config (all but the tokens
+// options, which parseConfig adds).
+func toConfig(j *jsonConfig) (rinas.Config, error) {
 	c := rinas.Config{
 		Paths: j.Paths, Columns: j.Columns, BatchPages: j.BatchPages, BatchRows: j.BatchRows,
 		BufferRows: j.BufferRows, Prefetch: j.Prefetch, Seed: j.Seed, Epoch: j.Epoch, Epochs: j.Epochs,

@@ -49,6 +49,7 @@ func lookup[T any](m map[int64]*T, h int64) *T {
 type loaderEnt struct {
 	mu     sync.Mutex
 	l      *rinas.Loader
+	x      extras // what each descriptor carries beyond the tokens
 	ctx    context.Context
 	cancel context.CancelFunc
 	n      int64 // Len at open
@@ -68,7 +69,7 @@ type batchEnt struct {
 }
 
 func openLoader(cfgJSON []byte) (int64, error) {
-	cfg, err := parseConfig(cfgJSON)
+	cfg, x, err := parseConfig(cfgJSON)
 	if err != nil {
 		return 0, err
 	}
@@ -76,7 +77,7 @@ func openLoader(cfgJSON []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e := &loaderEnt{l: l}
+	e := &loaderEnt{l: l, x: x}
 	e.n = int64(l.Len())
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return register(table.loaders, e), nil
@@ -99,9 +100,11 @@ func withLoader(h int64, fn func(e *loaderEnt) error) error {
 // nextBatch returns the next batch's handle and C descriptor.
 func nextBatch(h int64) (int64, *C.pf_batch, error) {
 	var b *rinas.Batch
+	var x extras
 	err := withLoader(h, func(e *loaderEnt) error {
 		var err error
 		b, err = e.l.Next(e.ctx)
+		x = e.x
 		return err
 	})
 	if err != nil {
@@ -110,7 +113,7 @@ func nextBatch(h int64) (int64, *C.pf_batch, error) {
 	be := &batchEnt{b: b}
 	be.refs.Store(1)
 	bh := register(table.batches, be)
-	desc, err := describe(bh, b, &be.pin)
+	desc, err := describe(bh, b, x, &be.pin)
 	if err != nil {
 		unrefBatch(bh)
 		return 0, nil, err
@@ -119,17 +122,17 @@ func nextBatch(h int64) (int64, *C.pf_batch, error) {
 	return bh, desc, nil
 }
 
-// describe builds the C descriptor of b: its token matrix, or its column
-// chunks exported through the Arrow C Data Interface.
-func describe(bh int64, b *rinas.Batch, pin *runtime.Pinner) (*C.pf_batch, error) {
+// describe builds the C descriptor of b: its token matrix (and the
+// per-token arrays x asks for), or its column chunks exported through the
+// Arrow C Data Interface.
+func describe(bh int64, b *rinas.Batch, x extras, pin *runtime.Pinner) (*C.pf_batch, error) {
 	d := (*C.pf_batch)(C.calloc(1, C.sizeof_pf_batch))
 	d.handle = C.int64_t(bh)
 	d.rows = C.int64_t(b.Rows)
 	d.epoch = C.uint64_t(b.Epoch)
-	if len(b.Tokens) > 0 && b.SeqLen > 0 {
-		d.tokens = (*C.int32_t)(unsafe.Pointer(&b.Tokens[0])) // mmap'd, not Go heap
-		d.tok_rows = C.int64_t(len(b.Tokens) / b.SeqLen)
-		d.seq_len = C.int64_t(b.SeqLen)
+	if err := describeTokens(d, b, x); err != nil {
+		freeDesc(d)
+		return nil, err
 	}
 	ncols := len(b.Columns)
 	if ncols == 0 {
@@ -163,6 +166,49 @@ func describe(bh int64, b *rinas.Batch, pin *runtime.Pinner) (*C.pf_batch, error
 		}
 	}
 	return d, nil
+}
+
+// describeTokens fills d's token fields. Every pointer it stores is into
+// the batch's token buffer, which rinas maps outside the Go heap, so C
+// memory may hold it (cgo's pointer rules) without pinning; the lengths
+// are checked against the matrix's so that a caller never reads past what
+// the batch holds.
+func describeTokens(d *C.pf_batch, b *rinas.Batch, x extras) error {
+	n := max(len(b.Tokens), len(b.Tokens64))
+	if n == 0 || b.SeqLen <= 0 {
+		return nil
+	}
+	if n%b.SeqLen != 0 || (len(b.Tokens) > 0 && len(b.Tokens64) > 0) {
+		return fmt.Errorf("pagefeed: token matrix of %d int32 and %d int64 values, seq_len %d", len(b.Tokens), len(b.Tokens64), b.SeqLen)
+	}
+	d.tok_rows = C.int64_t(n / b.SeqLen)
+	d.seq_len = C.int64_t(b.SeqLen)
+	if len(b.Tokens) > 0 {
+		d.tokens = (*C.int32_t)(unsafe.Pointer(&b.Tokens[0]))
+	} else {
+		d.tokens64 = (*C.int64_t)(unsafe.Pointer(&b.Tokens64[0]))
+	}
+	if x.positionIDs {
+		if len(b.PositionIDs) != n {
+			return fmt.Errorf("pagefeed: %d position ids for %d tokens", len(b.PositionIDs), n)
+		}
+		d.position_ids = (*C.int32_t)(unsafe.Pointer(&b.PositionIDs[0]))
+	}
+	if x.lossMask {
+		if len(b.LossMask) != n {
+			return fmt.Errorf("pagefeed: loss mask of %d for %d tokens", len(b.LossMask), n)
+		}
+		d.loss_mask = (*C.uint8_t)(unsafe.Pointer(&b.LossMask[0]))
+	}
+	if x.cuSeqlens {
+		cu := b.CuSeqlens
+		if len(cu) < 2 || cu[0] != 0 || int(cu[len(cu)-1]) != n {
+			return fmt.Errorf("pagefeed: cu_seqlens %v… (%d values) for %d tokens", cu[:min(len(cu), 4)], len(cu), n)
+		}
+		d.cu_seqlens = (*C.int32_t)(unsafe.Pointer(&cu[0]))
+		d.n_cu = C.int64_t(len(cu))
+	}
+	return nil
 }
 
 // pinData pins the Go memory behind an exported array so that C may keep

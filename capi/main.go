@@ -9,9 +9,10 @@
 //   - Loaders and batches are int64 handles into tables on the Go side;
 //     no Go pointer is handed out. What callers read is C memory
 //     (pf_batch descriptors, Arrow C Data structs, JSON strings) and the
-//     buffers those point to: token matrices in the loader's mmap'd
-//     buffers, Arrow buffers that are the engine's read slots or decoded
-//     pages, pinned (runtime.Pinner) until the batch goes back.
+//     buffers those point to: token matrices (and their position ids,
+//     loss masks and cu_seqlens) in the loader's mmap'd buffers, Arrow
+//     buffers that are the engine's read slots or decoded pages, pinned
+//     (runtime.Pinner) until the batch goes back.
 //   - Every call returns a status (PF_OK, PF_EOF from pf_next, or a
 //     negative PF_ERR_* code) and leaves a message for pf_last_error on
 //     the calling thread, like errno. No Go panic escapes a call.
@@ -35,8 +36,9 @@ import (
 	"unsafe"
 )
 
-// abiVersion changes when a call or struct of pagefeed.h changes.
-const abiVersion = 2
+// abiVersion is pagefeed.h's PF_ABI_VERSION, defined there only, next to
+// the structs it versions; the Python package checks it at load.
+const abiVersion = C.PF_ABI_VERSION
 
 var versionStr = C.CString(fmt.Sprintf("pagefeed capi %d", abiVersion)) // static, never freed
 

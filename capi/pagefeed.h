@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <stddef.h>
 
+/* The version of the calls and structs below, which pf_abi_version
+ * returns: it changes whenever one of them does. */
+#define PF_ABI_VERSION 3
+
 /* The Arrow C Data Interface, as its specification defines it. */
 #ifndef ARROW_C_DATA_INTERFACE
 #define ARROW_C_DATA_INTERFACE
@@ -52,13 +56,15 @@ enum {
 };
 
 /* One batch, C-allocated by pf_next and freed by pf_batch_release. Every
- * pointer in it stays valid until then, also after pf_close. */
+ * pointer in it stays valid until then, also after pf_close: the token
+ * matrix and its per-token arrays live in one buffer of the engine's
+ * (mmap'd, outside the Go heap), which the batch holds. */
 typedef struct pf_batch {
   int64_t handle;  /* pass to pf_batch_release / pf_batch_export */
   int64_t rows;
   uint64_t epoch;
   /* tokens output: a [tok_rows, seq_len] int32 matrix in the engine's
-   * buffer; NULL otherwise */
+   * buffer; NULL otherwise, and with tokens_dtype "int64" (tokens64) */
   const int32_t* tokens;
   int64_t tok_rows;
   int64_t seq_len;
@@ -69,6 +75,21 @@ typedef struct pf_batch {
   const char** names;
   struct ArrowSchema* schemas;
   struct ArrowArray* arrays;
+  /* tokens output with tokens_dtype "int64": the [tok_rows, seq_len]
+   * matrix as int64 (tokens is then NULL); NULL otherwise */
+  const int64_t* tokens64;
+  /* Each NULL unless its config key is true (tokens output). A segment
+   * ends after every EOS, at every row's end and where padding starts.
+   * position_ids: [tok_rows, seq_len] int32, each token's position in its
+   * segment (0 at a segment's start). loss_mask: [tok_rows, seq_len]
+   * uint8, 1 on document tokens and EOS, 0 on padding. cu_seqlens:
+   * n_cu int32, the segments' cumulative ends over the flattened matrix
+   * from 0 (n_cu is the batch's segments plus one, so it varies from
+   * batch to batch; its last value is tok_rows*seq_len). */
+  const int32_t* position_ids;
+  const uint8_t* loss_mask;
+  const int32_t* cu_seqlens;
+  int64_t n_cu;
 } pf_batch;
 
 /* The message of the calling thread's last failed call ("" after a call

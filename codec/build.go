@@ -123,7 +123,9 @@ func convert[S, T any](dense []S, f func(S) T) []T {
 }
 
 // buildLeaf makes the leaf array of Arrow type dt from the dense values
-// [vs, ve) of the scratch and the definition levels defs.
+// [vs, ve) of the scratch and the definition levels defs. It is one long
+// function because it is a switch with a short case per Parquet physical
+// type and Arrow type, each building that type's buffers in place.
 func (d *Decoder) buildLeaf(descr *schema.Column, dt arrow.DataType, li file.LevelInfo, defs []int16, vs, ve int) (arrow.ArrayData, error) {
 	mem := d.opts.Mem
 	if ext, ok := dt.(arrow.ExtensionType); ok {
@@ -350,7 +352,9 @@ func signExtend(w, b []byte) {
 
 // nest wraps child, the array of path[k+1], in the array of path[k] and so
 // on up to the top-level field, computing each level's offsets and
-// validity from the levels.
+// validity from the levels. It is one long function because the struct and
+// list cases of each level share its cursors over the levels, and their
+// loops run once per level value, where a call per value would cost.
 func (d *Decoder) nest(p *plan, child arrow.ArrayData, defs, reps []int16, hasRep bool) (arrow.ArrayData, error) {
 	mem := d.opts.Mem
 	n := len(defs)

@@ -32,6 +32,11 @@ type fastResult struct {
 // buffer from Options.Mem), those of an uncompressed page are the caller's
 // bytes (Options.AliasInput) or one copy, dictionary values are decoded
 // straight into the array's buffer.
+//
+// It is one long function because the checks that send a page here and
+// its decoding share the parsed header, the plan and the span's cursors,
+// and its loops over repetition bits and values are the hot path of token
+// columns, where a call per value would cost.
 func (d *Decoder) fastList(c *Chunk, p *plan, dict *Dictionary, h *PageHeader, body []byte, pages [][]byte) (res fastResult, page []byte, done bool, err error) {
 	if len(p.path) != 2 || p.path[0].Field.Type.ID() != arrow.LIST || p.path[0].LevelInfo.RepLevel != 1 ||
 		c.Descr.MaxRepetitionLevel() != 1 {

@@ -212,7 +212,9 @@ func (r *hdr) field(last *int16) (id int16, typ byte, bval bool, stop bool) {
 }
 
 // skip skips a value of compact type typ (ctTrue stands for any bool field,
-// whose value was in the field header).
+// whose value was in the field header). It is one long function because it
+// is a switch with a case per compact type (lists, sets, maps and structs
+// recursing), on the path of every page header parsed.
 func (r *hdr) skip(typ byte, depth int, inField bool) {
 	if r.err != nil {
 		return

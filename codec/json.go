@@ -19,6 +19,8 @@ import (
 // null as null, timestamps as RFC 3339 strings in UTC (in their time zone
 // when the type names one), dates as "2006-01-02", times of day as
 // "15:04:05.999999999", decimals as strings, durations as integers.
+// It is one long function because it is a type switch with a short case
+// per Arrow type.
 func AppendJSON(dst []byte, arr arrow.Array, i int) []byte {
 	if arr.IsNull(i) {
 		return append(dst, "null"...)

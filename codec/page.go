@@ -107,6 +107,10 @@ func (d *Decoder) DecodeSpan(c *Chunk, dict *Dictionary, pages [][]byte, offs []
 	return d.decode(c, dict, pages, offs)
 }
 
+// decode is DecodePage and DecodeSpan. It is one long function because its
+// loop over a span's pages carries the level and value cursors and the
+// pooled Page from one page to the next, and every error path gives them
+// back the same way.
 func (d *Decoder) decode(c *Chunk, dict *Dictionary, pages [][]byte, offs []int64) (pg *Page, err error) {
 	if d.closed {
 		return nil, c.err("decode", offs[0], ErrClosed)

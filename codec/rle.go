@@ -15,6 +15,9 @@ var (
 // hybrid encoding in b into out[:n], checking each value is ≤ maxv. It
 // allocates nothing. Bit-packed runs may end early at the end of b when the
 // values they still hold are not needed (writers pad the last group).
+// It is one long function because its run loops are the hot path of every
+// level and dictionary index decoded, where a call per run or value would
+// cost.
 func rleDecode[T int16 | int32](b []byte, bw int, n int, maxv uint32, out []T) error {
 	if bw > 32 {
 		return errRLEWidth

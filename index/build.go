@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -1088,17 +1089,12 @@ func (b *builder) rawOf(ci int) *chunkRaw {
 	return &b.metas[f].chunks[ci-b.base[f]]
 }
 
+// fileOf returns the file of flattened chunk ci: the last file whose
+// first chunk is at or before it (a file without chunks starts where the
+// next does).
 func (b *builder) fileOf(ci int) int {
-	lo, hi := 0, len(b.files)
-	for hi-lo > 1 {
-		m := (lo + hi) / 2
-		if b.base[m] <= ci {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return lo
+	i, _ := slices.BinarySearch(b.base[:len(b.files)], ci+1)
+	return i - 1
 }
 
 // colOf names the column of flattened chunk ci, for errors.

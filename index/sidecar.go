@@ -379,6 +379,48 @@ func decodeSidecar(b []byte) (*Index, error) {
 		ix.columns = append(ix.columns, d.str())
 	}
 	ix.walk = d.u8() == 1
+	if err := decodeSidecarFiles(&d, ix); err != nil {
+		return nil, err
+	}
+	rows, err := decodeSidecarRowGroups(&d, ix)
+	if err != nil {
+		return nil, err
+	}
+	ncols := d.count(1)
+	ix.cols = make([]column, ncols)
+	for k := range ix.cols {
+		if err := decodeSidecarColumn(&d, ix, k); err != nil {
+			return nil, err
+		}
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrSidecar, len(d.b))
+	}
+	for k := range ix.cols {
+		for c := range ix.cols[k].chunks {
+			if ix.cols[k].chunks[c].source == FromHeaderWalk {
+				ix.stats.HeaderWalk++
+			} else {
+				ix.stats.OffsetIndex++
+			}
+		}
+	}
+	nrg := len(ix.rgs)
+	ix.stats.Files = len(ix.files)
+	ix.stats.RowGroups = nrg
+	ix.stats.ColumnChunks = nrg * ncols
+	ix.stats.Rows = rows
+	return ix, nil
+}
+
+// decodeSidecarFiles decodes the files section into ix: each file's path,
+// size, mtime, footer checksum and length, declaration number (in order of
+// first appearance) and row group count, and the row groups' prefix sum
+// (fileRG).
+func decodeSidecarFiles(d *dec, ix *Index) error {
 	nf := d.count(31)
 	ix.files = make([]FileInfo, nf)
 	ix.footSum = make([]uint64, nf)
@@ -396,20 +438,28 @@ func decodeSidecar(b []byte) (*Index, error) {
 		// declarations are numbered in order of first appearance
 		sch := d.uv()
 		if sch > nsch || int64(ix.footLen[i]) > f.Size-12 {
-			return nil, fmt.Errorf("%w: file %d: footer of %d bytes, declaration %d", ErrSidecar, i, ix.footLen[i], sch)
+			return fmt.Errorf("%w: file %d: footer of %d bytes, declaration %d", ErrSidecar, i, ix.footLen[i], sch)
 		}
 		ix.fileSch[i] = int32(sch)
 		nsch = max(nsch, sch+1)
 		nrg := d.uv()
 		if nrg > math.MaxInt32-uint64(ix.fileRG[i]) {
-			return nil, fmt.Errorf("%w: row group count", ErrSidecar)
+			return fmt.Errorf("%w: row group count", ErrSidecar)
 		}
 		f.NumRowGroups = int(nrg)
 		ix.fileRG[i+1] = ix.fileRG[i] + int32(nrg)
 	}
+	return nil
+}
+
+// decodeSidecarRowGroups decodes the row groups section into ix (each row
+// group's rows, and the files' first rows, first chunks and row counts),
+// checked against the files' row group counts, and returns the rows in all.
+func decodeSidecarRowGroups(d *dec, ix *Index) (int64, error) {
+	nf := len(ix.files)
 	nrg := d.count(8)
 	if d.err == nil && nrg != int(ix.fileRG[nf]) {
-		return nil, fmt.Errorf("%w: %d row groups, files say %d", ErrSidecar, nrg, ix.fileRG[nf])
+		return 0, fmt.Errorf("%w: %d row groups, files say %d", ErrSidecar, nrg, ix.fileRG[nf])
 	}
 	ix.rgs = make([]rgInfo, nrg)
 	var rows int64
@@ -420,7 +470,7 @@ func decodeSidecar(b []byte) (*Index, error) {
 		for c := ix.fileRG[f]; c < ix.fileRG[f+1]; c++ {
 			n := d.i64()
 			if n < 0 || n > math.MaxInt64/4-rows {
-				return nil, fmt.Errorf("%w: row count %d", ErrSidecar, n)
+				return 0, fmt.Errorf("%w: row count %d", ErrSidecar, n)
 			}
 			ix.rgs[c] = rgInfo{file: int32(f), rg: c - ix.fileRG[f], firstRow: rows, numRows: n, fileRowBase: inFile}
 			rows += n
@@ -428,77 +478,62 @@ func decodeSidecar(b []byte) (*Index, error) {
 		}
 		ix.files[f].NumRows = inFile
 	}
-	ncols := d.count(1)
-	ix.cols = make([]column, ncols)
-	for k := range ix.cols {
-		col := &ix.cols[k]
-		col.info.Path = d.str()
-		col.chunks = make([]chunkMeta, nrg)
-		col.chunkPage = make([]int64, nrg+1)
-		col.filePage = make([]int64, nf+1)
-		for c := range col.chunks {
-			m := &col.chunks[c]
-			m.base = d.i64()
-			m.dictOff = d.i64()
-			m.dictSize = int32(d.u32())
-			m.codec = compress.Compression(d.u8())
-			m.source = Source(d.u8())
-			np := int64(d.u32())
-			if d.err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
-			}
-			if np*12 > int64(len(d.b)) {
-				return nil, fmt.Errorf("%w: page count %d exceeds the data", ErrSidecar, np)
-			}
-			col.chunkPage[c+1] = col.chunkPage[c] + np
-		}
-		for f := 0; f < nf; f++ {
-			col.filePage[f+1] = col.chunkPage[ix.fileRG[f+1]]
-		}
-		np := col.chunkPage[nrg]
-		col.off = d.u32s(np)
-		col.size = d.u32s(np)
-		col.row = d.u32s(np)
+	return rows, nil
+}
+
+// decodeSidecarColumn decodes column k's section into ix.cols[k]: its
+// chunks and its pages' offsets, sizes and first rows, every page checked
+// to lie within its file and its first rows to rise within its row group's.
+func decodeSidecarColumn(d *dec, ix *Index, k int) error {
+	nf, nrg := len(ix.files), len(ix.rgs)
+	col := &ix.cols[k]
+	col.info.Path = d.str()
+	col.chunks = make([]chunkMeta, nrg)
+	col.chunkPage = make([]int64, nrg+1)
+	col.filePage = make([]int64, nf+1)
+	for c := range col.chunks {
+		m := &col.chunks[c]
+		m.base = d.i64()
+		m.dictOff = d.i64()
+		m.dictSize = int32(d.u32())
+		m.codec = compress.Compression(d.u8())
+		m.source = Source(d.u8())
+		np := int64(d.u32())
 		if d.err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
+			return fmt.Errorf("%w: %v", ErrSidecar, d.err)
 		}
-		for c := range col.chunks {
-			m := &col.chunks[c]
-			size := ix.files[ix.rgs[c].file].Size
-			if m.base < 0 || m.base > size || m.dictSize < 0 || m.dictOff < 0 || m.dictOff+int64(m.dictSize) > size || m.source > FromHeaderWalk {
-				return nil, fmt.Errorf("%w: chunk %d of column %d out of its file", ErrSidecar, c, k)
-			}
-			for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
-				if m.base+int64(col.off[g])+int64(col.size[g]) > size || col.size[g] > math.MaxInt32 {
-					return nil, fmt.Errorf("%w: page %d of column %d out of its file", ErrSidecar, g, k)
-				}
-				if r := col.row[g]; r != rowUnknown && (int64(r) > ix.rgs[c].numRows || g > col.chunkPage[c] && col.row[g-1] != rowUnknown && r < col.row[g-1]) {
-					return nil, fmt.Errorf("%w: page %d of column %d has bad first row %d", ErrSidecar, g, k, r)
-				}
-			}
+		if np*12 > int64(len(d.b)) {
+			return fmt.Errorf("%w: page count %d exceeds the data", ErrSidecar, np)
 		}
-		ix.stats.Pages += np
+		col.chunkPage[c+1] = col.chunkPage[c] + np
 	}
+	for f := 0; f < nf; f++ {
+		col.filePage[f+1] = col.chunkPage[ix.fileRG[f+1]]
+	}
+	np := col.chunkPage[nrg]
+	col.off = d.u32s(np)
+	col.size = d.u32s(np)
+	col.row = d.u32s(np)
 	if d.err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSidecar, d.err)
+		return fmt.Errorf("%w: %v", ErrSidecar, d.err)
 	}
-	if len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrSidecar, len(d.b))
-	}
-	for k := range ix.cols {
-		for c := range ix.cols[k].chunks {
-			if ix.cols[k].chunks[c].source == FromHeaderWalk {
-				ix.stats.HeaderWalk++
-			} else {
-				ix.stats.OffsetIndex++
+	for c := range col.chunks {
+		m := &col.chunks[c]
+		size := ix.files[ix.rgs[c].file].Size
+		if m.base < 0 || m.base > size || m.dictSize < 0 || m.dictOff < 0 || m.dictOff+int64(m.dictSize) > size || m.source > FromHeaderWalk {
+			return fmt.Errorf("%w: chunk %d of column %d out of its file", ErrSidecar, c, k)
+		}
+		for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
+			if m.base+int64(col.off[g])+int64(col.size[g]) > size || col.size[g] > math.MaxInt32 {
+				return fmt.Errorf("%w: page %d of column %d out of its file", ErrSidecar, g, k)
+			}
+			if r := col.row[g]; r != rowUnknown && (int64(r) > ix.rgs[c].numRows || g > col.chunkPage[c] && col.row[g-1] != rowUnknown && r < col.row[g-1]) {
+				return fmt.Errorf("%w: page %d of column %d has bad first row %d", ErrSidecar, g, k, r)
 			}
 		}
 	}
-	ix.stats.Files = nf
-	ix.stats.RowGroups = nrg
-	ix.stats.ColumnChunks = nrg * ncols
-	ix.stats.Rows = rows
-	return ix, nil
+	ix.stats.Pages += np
+	return nil
 }
 
 // loadSidecar reads the sidecar at path and checks it is sound and for

@@ -97,14 +97,16 @@ func (b *Batch) Release() {
 
 // Detach returns a deep copy of b in Go memory, which stays valid after
 // b.Release and needs no Release of its own (calling it once is allowed).
-// It copies every array's buffers, Tokens, Pages and Refs; call it before
+// It copies every array's buffers, the token arrays (Tokens, Tokens64,
+// PositionIDs, CuSeqlens, LossMask), Pages and Refs; call it before
 // b.Release, which it does not replace. Detaching a released batch panics.
 func (b *Batch) Detach() *Batch {
 	if b.released.Load() {
 		panic("rinas: Detach of a released Batch")
 	}
 	d := &Batch{Epoch: b.Epoch, Rows: b.Rows, SeqLen: b.SeqLen, Fill: b.Fill,
-		Pages: slices.Clone(b.Pages), Refs: slices.Clone(b.Refs), Tokens: slices.Clone(b.Tokens)}
+		Pages: slices.Clone(b.Pages), Refs: slices.Clone(b.Refs), Tokens: slices.Clone(b.Tokens), Tokens64: slices.Clone(b.Tokens64),
+		PositionIDs: slices.Clone(b.PositionIDs), CuSeqlens: slices.Clone(b.CuSeqlens), LossMask: slices.Clone(b.LossMask)}
 	cols := make([]Column, len(b.Columns))
 	for i, c := range b.Columns {
 		cols[i] = Column{Name: c.Name, Arrays: make([]arrow.Array, len(c.Arrays))}

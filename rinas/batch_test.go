@@ -78,3 +78,48 @@ func TestDetachReleasedPanics(t *testing.T) {
 	}()
 	b.Detach()
 }
+
+// TestDetachTokens: a detached tokens batch keeps every token array (int32
+// and int64 tokens, position ids, segment ends, loss mask) after the
+// original is released and its buffer reused.
+func TestDetachTokens(t *testing.T) {
+	ds := testDataset(t, "v2plain")
+	cfg := baseConfig(ds, "input_ids")
+	cfg.Output, cfg.SeqLen, cfg.BatchRows, cfg.Tokens64 = OutputTokens, 64, 4, true
+	l := openT(t, cfg)
+	type arrays struct {
+		tok   []int32
+		tok64 []int64
+		pos   []int32
+		cu    []int32
+		mask  []uint8
+	}
+	var kept []*Batch
+	var want []arrays
+	for {
+		b, err := l.Next(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Tokens64) == 0 || len(b.PositionIDs) == 0 || len(b.CuSeqlens) == 0 || len(b.LossMask) == 0 {
+			t.Fatalf("tokens batch without its arrays: %d int64 tokens, %d positions, %d segment ends, %d mask", len(b.Tokens64), len(b.PositionIDs), len(b.CuSeqlens), len(b.LossMask))
+		}
+		kept = append(kept, b.Detach())
+		want = append(want, arrays{slices.Clone(b.Tokens), slices.Clone(b.Tokens64), slices.Clone(b.PositionIDs), slices.Clone(b.CuSeqlens), slices.Clone(b.LossMask)})
+		b.Release()
+	}
+	if len(kept) < 3 {
+		t.Fatalf("%d batches: too few for a buffer to be reused", len(kept))
+	}
+	for i, d := range kept {
+		w := want[i]
+		if !slices.Equal(d.Tokens, w.tok) || !slices.Equal(d.Tokens64, w.tok64) || !slices.Equal(d.PositionIDs, w.pos) ||
+			!slices.Equal(d.CuSeqlens, w.cu) || !slices.Equal(d.LossMask, w.mask) {
+			t.Fatalf("detached batch %d differs from the batch it was taken from", i)
+		}
+		d.Release()
+	}
+}

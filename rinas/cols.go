@@ -570,6 +570,47 @@ func (l *Loader) projNames() []string {
 // coalesced read spans: O_DIRECT reads are rounded out to 4 KiB anyway.
 const coalesceGap = 4096
 
+// joinsRun reports whether a page at off of size bytes joins the
+// coalesced read [start, end) within limit bytes (0: coalescing off).
+func joinsRun(start, end, off int64, size int32, limit int) bool {
+	return off >= end && off-end <= coalesceGap && off+int64(size)-start <= int64(limit)
+}
+
+// rowGroupRequests returns the most requests one row-group unit issues
+// when adjacent pages coalesce within limit bytes (see chunkRequests).
+func (l *Loader) rowGroupRequests(limit int) int {
+	most := 0
+	for c := 0; c < l.ix.NumChunks(); c++ {
+		most = max(most, l.chunkRequests(c, limit))
+	}
+	return most
+}
+
+// chunkRequests returns the requests unitRequests makes for the unit of
+// row group c: every projected column's pages of the chunk, lead first,
+// adjacent ones coalesced within limit bytes.
+func (l *Loader) chunkRequests(c, limit int) int {
+	n := 0
+	for i := -1; i < len(l.sides); i++ {
+		k := l.lead
+		if i >= 0 {
+			k = l.sides[i]
+		}
+		ci := l.ix.Chunk(k, c)
+		var start, end int64
+		for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
+			loc := l.ix.Locate(k, g)
+			if g > ci.FirstPage && joinsRun(start, end, loc.Offset, loc.Size, limit) {
+				end = loc.Offset + int64(loc.Size)
+				continue
+			}
+			n++
+			start, end = loc.Offset, loc.Offset+int64(loc.Size)
+		}
+	}
+	return n
+}
+
 // unitRequests appends the requests of u's reads to reqs: each column's
 // pages in order, adjacent ones (gap at most coalesceGap) merged into one
 // request while it stays within l.coalesce bytes. It fills u.offs,
@@ -586,7 +627,7 @@ func (l *Loader) unitRequests(reqs []engine.Request, u *unit, f *engine.File, fb
 		u.offs[read], u.sizes[read] = loc.Offset, loc.Size
 		if cur != nil && !newRun {
 			end := cur.Off + int64(cur.Len)
-			if loc.Offset >= end && loc.Offset-end <= coalesceGap && loc.Offset+int64(loc.Size)-cur.Off <= int64(l.coalesce) {
+			if joinsRun(cur.Off, end, loc.Offset, loc.Size, l.coalesce) {
 				cur.Len = int(loc.Offset + int64(loc.Size) - cur.Off)
 				l.sa.coalesced.Add(1)
 				return

@@ -429,6 +429,11 @@ func (l *Loader) summarize() (indexSummary, error) {
 	if e := l.cfg.SharedEngine; e != nil {
 		s.shared, s.sharedWorkers = true, e.Workers()
 	}
+	if l.cfg.Shuffle == ShuffleRowGroup {
+		// A unit reads whole chunks: count its requests as they coalesce.
+		_, c := coalescePlan(l.cfg, s)
+		s.unitReqs = l.rowGroupRequests(c)
+	}
 	if l.cfg.Fetch == Ordered {
 		s.orderedSpan = s.maxPage // any one page or dictionary of the projection
 		for c := 0; c < l.ix.NumChunks(); c++ {

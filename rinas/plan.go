@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/pagefeed/pagefeed/codec"
@@ -118,27 +119,16 @@ func (l *Loader) unitWeight(item uint64) float64 {
 	return float64(max(l.pageRows[item], 0))
 }
 
-// rowPage returns the page holding global row row (row mode).
+// rowPage returns the page holding global row row (row mode): the last
+// page starting at or before it (empty pages start where the next does).
 func (l *Loader) rowPage(row int64) int {
-	lo, hi := 0, len(l.rowStart)-1
-	for hi-lo > 1 {
-		m := (lo + hi) / 2
-		if l.rowStart[m] <= row {
-			lo = m
-		} else {
-			hi = m
-		}
-	}
-	return lo
+	i, _ := slices.BinarySearch(l.rowStart[:len(l.rowStart)-1], row+1)
+	return i - 1
 }
 
 // item returns the unit at (unwrapped) position pos of sh's epoch.
 func (l *Loader) item(sh perm.Shard, pos uint64) uint64 {
-	pos = sh.Wrap(pos)
-	if l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream {
-		return pos
-	}
-	return sh.Perm.At(pos)
+	return unitAt(sh, pos, inFileOrder(l.cfg.Shuffle))
 }
 
 // planner keeps the epoch plans computed so far, so that an epoch is
@@ -197,7 +187,9 @@ func (l *Loader) planEpoch(epoch, start uint64, rem *State) (perm.Shard, epochPl
 	return sh, ep, nil
 }
 
-// computePlan computes planEpoch's plan.
+// computePlan computes planEpoch's plan: the shard of epoch's permutation
+// starting at start, then the end, cuts and step count of the batching
+// mode's planner (planPages, planTokens or planRows).
 func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error) {
 	p := l.perm(epoch)
 	sh, err := p.Shard(start, l.cfg.Rank, l.cfg.World)
@@ -209,55 +201,70 @@ func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epoch
 	if resharded && rem.End != nil {
 		ep.end, ep.cuts = *rem.End, rem.Cut
 	}
-	w := uint64(l.cfg.World)
 	even := !resharded && !l.cfg.KeepUneven
 	switch {
 	case l.cfg.BatchRows == 0:
-		// Page batches: equal units per rank.
-		if even {
-			ep.end = perm.EvenEnd(l.nUnits, l.cfg.World, l.cfg.PadLast)
-		}
-		sh = sh.WithEnd(ep.end)
-		ep.steps = int64((sh.Len() + uint64(l.cfg.BatchPages) - 1) / uint64(l.cfg.BatchPages))
-		if even && ep.end < l.nUnits {
-			for pos := ep.end; pos < l.nUnits; pos++ {
-				if (pos-start)%w == uint64(l.cfg.Rank) {
-					ep.dropped += l.unitRows(l.item(sh, pos))
-				}
-			}
-		}
-		for pos := l.nUnits; even && pos < ep.end; pos++ {
-			if (pos-start)%w == uint64(l.cfg.Rank) {
-				ep.padded += l.unitRows(l.item(sh, pos))
-			}
-		}
-		return sh, ep, nil
+		sh, ep = l.planPages(sh, start, ep, even)
 	case l.cfg.Output == OutputTokens:
-		// Equal units per rank, and a step count from the estimated
-		// tokens that Next then yields exactly.
-		if even {
-			ep.end = perm.EvenEnd(l.nUnits, l.cfg.World, l.cfg.PadLast)
-		}
-		sh = sh.WithEnd(ep.end)
-		per := float64(l.cfg.BatchRows) * float64(l.cfg.SeqLen)
-		tok := make([]float64, l.cfg.World)
-		for pos := start; pos < ep.end; pos++ {
-			tok[(pos-start)%w] += l.unitWeight(l.item(sh, pos))
-		}
-		ep.steps, ep.force = ceilSteps(tok[l.cfg.Rank], per), even
-		if even && l.cfg.World > 1 {
-			for _, t := range tok {
-				if l.cfg.DropLast {
-					ep.steps = min(ep.steps, ceilSteps(t, per))
-				} else {
-					ep.steps = max(ep.steps, ceilSteps(t, per))
-				}
+		sh, ep = l.planTokens(sh, start, ep, even)
+	default:
+		sh, ep = l.planRows(p, sh, start, ep, even)
+	}
+	return sh, ep, nil
+}
+
+// planPages plans page batches: equal units per rank (even), each rank's
+// steps its units over BatchPages, and the rows the equal end drops or
+// repeats counted for the report.
+func (l *Loader) planPages(sh perm.Shard, start uint64, ep epochPlan, even bool) (perm.Shard, epochPlan) {
+	w := uint64(l.cfg.World)
+	ep.end = pageEnd(l.nUnits, l.cfg.World, l.cfg.PadLast, even, ep.end)
+	sh = sh.WithEnd(ep.end)
+	ep.steps = int64((sh.Len() + uint64(l.cfg.BatchPages) - 1) / uint64(l.cfg.BatchPages))
+	if even && ep.end < l.nUnits {
+		for pos := ep.end; pos < l.nUnits; pos++ {
+			if (pos-start)%w == uint64(l.cfg.Rank) {
+				ep.dropped += l.unitRows(l.item(sh, pos))
 			}
 		}
-		return sh, ep, nil
 	}
-	// Row batches: count every rank's rows, then cut this rank's share
-	// where it has filled the common number of batches.
+	for pos := l.nUnits; even && pos < ep.end; pos++ {
+		if (pos-start)%w == uint64(l.cfg.Rank) {
+			ep.padded += l.unitRows(l.item(sh, pos))
+		}
+	}
+	return sh, ep
+}
+
+// planTokens plans tokens output: equal units per rank (even), and a step
+// count from the estimated tokens that Next then yields exactly.
+func (l *Loader) planTokens(sh perm.Shard, start uint64, ep epochPlan, even bool) (perm.Shard, epochPlan) {
+	w := uint64(l.cfg.World)
+	ep.end = pageEnd(l.nUnits, l.cfg.World, l.cfg.PadLast, even, ep.end)
+	sh = sh.WithEnd(ep.end)
+	per := float64(l.cfg.BatchRows) * float64(l.cfg.SeqLen)
+	tok := make([]float64, l.cfg.World)
+	for pos := start; pos < ep.end; pos++ {
+		tok[(pos-start)%w] += l.unitWeight(l.item(sh, pos))
+	}
+	ep.steps, ep.force = ceilSteps(tok[l.cfg.Rank], per), even
+	if even && l.cfg.World > 1 {
+		for _, t := range tok {
+			if l.cfg.DropLast {
+				ep.steps = min(ep.steps, ceilSteps(t, per))
+			} else {
+				ep.steps = max(ep.steps, ceilSteps(t, per))
+			}
+		}
+	}
+	return sh, ep
+}
+
+// planRows plans row batches: it counts every rank's rows, takes the
+// common number of batches (the fewest full ones under DropLast, the most
+// under PadLast), and cuts this rank's share where it has filled them
+// (planRowsEnd).
+func (l *Loader) planRows(p perm.Perm, sh perm.Shard, start uint64, ep epochPlan, even bool) (perm.Shard, epochPlan) {
 	b := int64(l.cfg.BatchRows)
 	rows := make([]int64, l.cfg.World)
 	if l.cfg.Shuffle == ShuffleRow {
@@ -271,7 +278,7 @@ func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epoch
 	own := rows[l.cfg.Rank]
 	if !even {
 		ep.steps = (own + b - 1) / b
-		return sh.WithEnd(ep.end), ep, nil
+		return sh.WithEnd(ep.end), ep
 	}
 	steps := own / b
 	if l.cfg.PadLast {
@@ -286,13 +293,27 @@ func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epoch
 	}
 	ep.steps = steps
 	want := steps * b
+	ep.end, ep.cuts = l.planRowsEnd(sh, start, own, want, ep.end, ep.cuts)
+	if want < own {
+		ep.dropped = own - want
+	} else {
+		ep.padded = want - own
+	}
+	return sh.WithEnd(ep.end), ep
+}
+
+// planRowsEnd returns the end (and the cut unit, if one delivers only its
+// first rows) at which sh's share, own rows up to N, holds exactly want
+// rows; end and cuts are returned unchanged where the share already ends
+// there.
+func (l *Loader) planRowsEnd(sh perm.Shard, start uint64, own, want int64, end uint64, cuts []UnitCut) (uint64, []UnitCut) {
 	nat := sh.Len() // this rank's units up to N
 	rowsAt := func(j uint64) int64 { return l.unitRows(l.item(sh, sh.Pos(j))) }
 	switch {
 	case want == 0:
-		ep.end = start
+		end = start
 	case l.cfg.Shuffle == ShuffleRow:
-		ep.end = sh.Pos(uint64(want-1)) + 1
+		end = sh.Pos(uint64(want-1)) + 1
 	case want == own:
 		// ends with its last unit
 	case want < own:
@@ -303,9 +324,9 @@ func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epoch
 			acc -= rowsAt(j)
 			j--
 		}
-		ep.end = sh.Pos(j) + 1
+		end = sh.Pos(j) + 1
 		if acc > want {
-			ep.cuts = []UnitCut{{Pos: sh.Pos(j), Rows: rowsAt(j) - (acc - want)}}
+			cuts = []UnitCut{{Pos: sh.Pos(j), Rows: rowsAt(j) - (acc - want)}}
 		}
 	default:
 		// PadLast: go on past N, repeating the start of the order.
@@ -313,22 +334,16 @@ func (l *Loader) computePlan(epoch, start uint64, rem *State) (perm.Shard, epoch
 		for j := nat; ; j++ {
 			n := rowsAt(j)
 			if acc+n >= want {
-				ep.end = sh.Pos(j) + 1
+				end = sh.Pos(j) + 1
 				if acc+n > want {
-					ep.cuts = []UnitCut{{Pos: sh.Pos(j), Rows: want - acc}}
+					cuts = []UnitCut{{Pos: sh.Pos(j), Rows: want - acc}}
 				}
 				break
 			}
 			acc += n
 		}
 	}
-	if want < own {
-		ep.dropped = own - want
-	} else {
-		ep.padded = want - own
-	}
-	sh = sh.WithEnd(ep.end)
-	return sh, ep, nil
+	return end, cuts
 }
 
 // countRows adds the rows of every position from start on to its rank's
@@ -355,7 +370,7 @@ func (l *Loader) countRows(p perm.Perm, start uint64, rows []int64) {
 			unit[c] = int32(r)
 		}
 	}
-	ordered := l.cfg.Shuffle == ShuffleNone || l.cfg.Shuffle == ShuffleStream
+	ordered := inFileOrder(l.cfg.Shuffle)
 	parts := uint64(max(1, min(runtime.GOMAXPROCS(0), int(n/(1<<16)))))
 	if parts == 1 {
 		countRange(p, ordered, unit, start, 0, n, rows)

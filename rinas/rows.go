@@ -284,46 +284,70 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 			l.rows.out = l.rows.out[1:]
 			continue
 		}
-		if l.cur != nil && l.curNext < l.cur.n {
-			u := &l.cur.units[l.arrivals(l.cur)[l.curNext]]
-			l.curNext++
-			l.rows.push(u)
-			continue
-		}
-		if l.cur != nil {
-			l.done = l.cur.jEnd
-			l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
-			l.recycle(l.cur)
-			l.cur = nil
-		}
-		if l.atEnd {
-			if len(b.Refs) > 0 || (tb != nil && pk.pos > 0) {
-				break // the epoch's last, short batch
-			}
-			if l.ep.force && l.batches < l.ep.steps {
-				break // an empty batch, all padding, up to Len
-			}
-			l.atEnd = false
-			if err := l.endEpoch(); err != nil {
-				giveBack()
-				return nil, err
-			}
-			b.Epoch = l.epoch
-			continue
-		}
-		fb, err := l.take(ctx)
+		partial := len(b.Refs) > 0 || (tb != nil && pk.pos > 0)
+		stop, err := l.feedRows(ctx, b, partial)
 		if err != nil {
 			giveBack()
 			return nil, err
 		}
-		if fb == nil {
-			// The epoch's end: what the buffer holds goes out first.
-			l.rows.flush()
-			l.atEnd = true
-			continue
+		if stop {
+			break
 		}
-		l.cur, l.curNext = fb, 0
 	}
+	return l.finishRows(b, tb, &pk, taken)
+}
+
+// feedRows refills the row stream when it is empty: it pushes the current
+// landed unit's next arrival, or takes in the next landed batch of units,
+// or at the epoch's end starts the next epoch (b takes its number). It
+// reports stop when the batch being cut (partial: it holds rows or tokens
+// already) must go out as it is: the epoch's last, short batch, or an
+// empty one, all padding, up to Len.
+func (l *Loader) feedRows(ctx context.Context, b *Batch, partial bool) (stop bool, err error) {
+	if l.cur != nil && l.curNext < l.cur.n {
+		u := &l.cur.units[l.arrivals(l.cur)[l.curNext]]
+		l.curNext++
+		l.rows.push(u)
+		return false, nil
+	}
+	if l.cur != nil {
+		l.done = l.cur.jEnd
+		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		l.recycle(l.cur)
+		l.cur = nil
+	}
+	if l.atEnd {
+		if partial {
+			return true, nil // the epoch's last, short batch
+		}
+		if l.ep.force && l.batches < l.ep.steps {
+			return true, nil // an empty batch, all padding, up to Len
+		}
+		l.atEnd = false
+		if err := l.endEpoch(); err != nil {
+			return false, err
+		}
+		b.Epoch = l.epoch
+		return false, nil
+	}
+	fb, err := l.take(ctx)
+	if err != nil {
+		return false, err
+	}
+	if fb == nil {
+		// The epoch's end: what the buffer holds goes out first.
+		l.rows.flush()
+		l.atEnd = true
+		return false, nil
+	}
+	l.cur, l.curNext = fb, 0
+	return false, nil
+}
+
+// finishRows completes b from what nextRows cut: the packed tokens of tb
+// (which b then owns), or one array per column concatenated from taken,
+// whose references it releases either way.
+func (l *Loader) finishRows(b *Batch, tb *tokenBuf, pk *packer, taken []rowItem) (*Batch, error) {
 	b.Rows = len(b.Refs)
 	if tb != nil {
 		b.Fill = pk.finish()

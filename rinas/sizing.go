@@ -27,6 +27,7 @@ type indexSummary struct {
 	// size, maxRun the longest run of one chunk's pages a unit reads in
 	// bytes (see Loader.planReads).
 	unitMax   int
+	unitReqs  int // the most requests one unit issues, coalesced (0: one a page)
 	sides     int
 	sideReads int
 	sideMean  float64
@@ -60,6 +61,7 @@ type sizing struct {
 	// window the units' pages decoded and held at once (read ahead, being
 	// filled, the consumer's).
 	unitReads int
+	unitReqs  int // the most requests one unit issues: its reads, coalesced
 	perBatch  int
 	inflight  int
 	window    int
@@ -96,6 +98,32 @@ func (m memBreakdown) need() int64 { return m.slots + m.decoded + m.tokens + m.s
 // dictCache is the dictionary cache's byte bound.
 func (m memBreakdown) dictCache() int64 { return m.dictLeft / 2 }
 
+// coalescePlan returns the engine's slot size and the most bytes one
+// coalesced read spans (0: off). Units that read several pages of one
+// chunk (row groups, other columns) may coalesce them, up to
+// Config.CoalesceBytes and coalesceSlotPages pages; a page and its
+// continuation coalesce only where both fit a slot sized for one page:
+// doubling every slot for them costs more memory than the read it saves
+// is worth. A shared engine's slots are sized for pages.
+func coalescePlan(cfg Config, s indexSummary) (slotSize, coalesce int) {
+	slotSize = cfg.Engine.SlotSize
+	several := cfg.Shuffle == ShuffleRowGroup || s.sides > 0
+	if slotSize == 0 {
+		payload := s.maxPage
+		if several && cfg.CoalesceBytes > 0 {
+			payload = max(s.maxPage, min(cfg.CoalesceBytes, coalesceSlotPages*s.maxPage, s.maxRun))
+		}
+		slotSize = payload + 8192 // room for alignment on both ends
+	}
+	if cfg.CoalesceBytes > 0 {
+		coalesce = min(cfg.CoalesceBytes, slotSize-8192)
+		if s.shared {
+			coalesce = min(cfg.CoalesceBytes, s.maxPage)
+		}
+	}
+	return slotSize, coalesce
+}
+
 // planSizing sizes the loader: the engine's workers, queue depth and
 // slots, the read-ahead, coalescing, the fetch batches, token buffers,
 // decoders and dictionary budgets, and checks the total against
@@ -105,25 +133,12 @@ func (m memBreakdown) dictCache() int64 { return m.dictLeft / 2 }
 func planSizing(cfg Config, s indexSummary) (sizing, error) {
 	var z sizing
 	opts := cfg.Engine
-	// Units that read several pages of one chunk may coalesce them.
-	// (A page and its continuation coalesce only where both fit a slot
-	// sized for one page: doubling every slot for them costs more memory
-	// than the read it saves is worth.)
-	several := cfg.Shuffle == ShuffleRowGroup || s.sides > 0
-	if opts.SlotSize == 0 {
-		payload := s.maxPage
-		if several && cfg.CoalesceBytes > 0 {
-			payload = max(s.maxPage, min(cfg.CoalesceBytes, coalesceSlotPages*s.maxPage, s.maxRun))
-		}
-		opts.SlotSize = payload + 8192 // room for alignment on both ends
-	}
-	if cfg.CoalesceBytes > 0 {
-		z.coalesce = min(cfg.CoalesceBytes, opts.SlotSize-8192)
-		if s.shared {
-			z.coalesce = min(cfg.CoalesceBytes, s.maxPage)
-		}
-	}
+	opts.SlotSize, z.coalesce = coalescePlan(cfg, s)
 	z.unitReads = s.unitMax + s.sideReads
+	z.unitReqs = z.unitReads
+	if s.unitReqs > 0 {
+		z.unitReqs = min(s.unitReqs, z.unitReads)
+	}
 	z.perBatch = cfg.BatchPages * z.unitReads
 	decoded := 0
 	if s.compressed {
@@ -136,9 +151,11 @@ func planSizing(cfg Config, s indexSummary) (sizing, error) {
 		mean := int(math.Ceil(float64(cfg.BatchPages) * (float64(s.unitMax) + s.sideMean)))
 		z.prefetch = autoPrefetch(mean, opts.SlotSize, decoded, s.compressed)
 	}
-	z.inflight = z.perBatch * (z.prefetch + 1)
+	// Slots hold requests, a coalesced run in one: a row group of
+	// thousands of small pages needs far fewer slots than pages.
+	z.inflight = cfg.BatchPages * z.unitReqs * (z.prefetch + 1)
 	if cfg.Fetch == Ordered {
-		z.inflight = s.unitMax
+		z.inflight = z.unitReqs
 	}
 	if opts.Workers == 0 {
 		opts.Workers = defaultWorkers(s.compressed, s.procs)
@@ -152,7 +169,7 @@ func planSizing(cfg Config, s indexSummary) (sizing, error) {
 	if opts.SlotsPerWorker == 0 {
 		// Enough slots for the whole window plus dictionaries, so units
 		// parked for a dictionary never starve the dictionary's read.
-		opts.SlotsPerWorker = max(opts.QueueDepth, (z.inflight+z.unitReads+opts.Workers-1)/opts.Workers+2)
+		opts.SlotsPerWorker = max(opts.QueueDepth, (z.inflight+z.unitReqs+opts.Workers-1)/opts.Workers+2)
 	}
 	if opts.Logf == nil {
 		opts.Logf = cfg.Logf
@@ -190,7 +207,9 @@ func (z *sizing) planMemory(cfg Config, s indexSummary, decoded int) error {
 	if cfg.Fetch == Unordered {
 		m.decoded = int64(decoded) * int64(z.window)
 	}
-	if s.sides > 0 && cfg.SideCacheBytes > 0 {
+	// Row-group units read whole chunks: no page of another column
+	// straddles two of them, so there is nothing for a side cache to hold.
+	if s.sides > 0 && cfg.SideCacheBytes > 0 && cfg.Shuffle != ShuffleRowGroup {
 		m.side = cfg.SideCacheBytes
 	}
 	if need := m.need(); need > m.limit {

@@ -101,6 +101,17 @@ func TestPlanSizing(t *testing.T) {
 				slots: (512<<10 + 8192) * 18 * 4},
 		},
 		{
+			// Row groups of 3283 pages of 8 KiB read as 206 coalesced
+			// requests (as the loader counts them): the window's slots
+			// are counted by requests, each as large as a run of 8 pages.
+			name: "row-group units of many small pages",
+			edit: func(c *Config) { c.Shuffle, c.BatchPages = ShuffleRowGroup, 1 },
+			sum:  indexSummary{maxPage: 8 << 10, unitMax: 3283, unitReqs: 206, maxRun: 27 << 20, procs: procs},
+			want: want{slotSize: 64<<10 + 8192, workers: 4, depth: 155, slotsPerWorker: 208,
+				prefetch: 2, coalesce: 64 << 10, unitReads: 3283, inflight: 618, fetchBatches: 3, decoders: 4,
+				slots: (64<<10 + 8192) * 208 * 4},
+		},
+		{
 			name: "row-group units without coalescing",
 			edit: func(c *Config) { c.Shuffle, c.BatchPages, c.CoalesceBytes = ShuffleRowGroup, 1, -1 },
 			sum:  indexSummary{maxPage: 64 << 10, unitMax: 16, maxRun: 1 << 20, procs: procs},

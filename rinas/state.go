@@ -319,6 +319,59 @@ func (s *State) consumed(pos uint64) bool {
 // States that do not record End (written before it was) are resharded to
 // the epoch's last unit, the dropped tail included.
 func Reshard(states []*State, world int) ([]*State, error) {
+	byRank, err := reshardByRank(states, world)
+	if err != nil {
+		return nil, err
+	}
+	s0 := states[0] // its RNG seeds the new ranks'
+	// The first position not taken in by its owner.
+	start := ^uint64(0)
+	for r, s := range byRank {
+		start = min(start, s.Start+s.Done*uint64(s.World)+uint64(r))
+	}
+	// The end of the remainder: where the last rank's share ends.
+	recorded := s0.End != nil
+	end := uint64(0)
+	for _, s := range byRank {
+		if recorded {
+			end = max(end, *s.End)
+		}
+	}
+	exclude, pending, cuts, err := reshardLeftOut(byRank, start, end, recorded)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*State, world)
+	for r := range out {
+		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
+			Files: s0.Files, Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
+			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
+		if recorded && !s0.EpochEnd {
+			e := max(end, start)
+			ns.End = &e
+		}
+		for _, p := range exclude {
+			if (p-start)%uint64(world) == uint64(r) {
+				ns.Exclude = append(ns.Exclude, p)
+			}
+		}
+		for _, c := range cuts {
+			if (c.Pos-start)%uint64(world) == uint64(r) {
+				ns.Cut = append(ns.Cut, c)
+			}
+		}
+		for i := r; i < len(pending); i += world {
+			ns.Pending = append(ns.Pending, pending[i])
+		}
+		out[r] = ns
+	}
+	return out, nil
+}
+
+// reshardByRank checks that states are every rank of one world, of one
+// run and epoch, with counts that cannot wrap around, and returns them
+// indexed by rank.
+func reshardByRank(states []*State, world int) ([]*State, error) {
 	if len(states) == 0 || world < 1 {
 		return nil, fmt.Errorf("%w: reshard %d states to world %d", ErrState, len(states), world)
 	}
@@ -343,19 +396,15 @@ func Reshard(states []*State, world int) ([]*State, error) {
 		}
 		byRank[s.Rank] = s
 	}
-	// The first position not taken in by its owner.
-	start := ^uint64(0)
-	for r, s := range byRank {
-		start = min(start, s.Start+s.Done*uint64(s.World)+uint64(r))
-	}
-	// The end of the remainder: where the last rank's share ends.
-	recorded := s0.End != nil
-	end := uint64(0)
-	for _, s := range byRank {
-		if recorded {
-			end = max(end, *s.End)
-		}
-	}
+	return byRank, nil
+}
+
+// reshardLeftOut returns what the remainder from start to end (recorded:
+// the states record their End) must not deliver again or must deliver
+// differently: the positions to exclude (sorted, once each), the pending
+// rows of every rank in rank order, and the cut units not yet taken in
+// (by position). The exclusions it adds are capped at maxReshardExclude.
+func reshardLeftOut(byRank []*State, start, end uint64, recorded bool) ([]uint64, []RowRef, []UnitCut, error) {
 	var exclude []uint64
 	var pending []RowRef
 	var cuts []UnitCut
@@ -386,7 +435,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 			first += w - k
 		}
 		if first < end && (end-first-1)/w+1 > maxReshardExclude-uint64(len(exclude)) {
-			return nil, stateErr("end", "rank %d ends its share %d positions before the last rank's", r, end-*s.End)
+			return nil, nil, nil, stateErr("end", "rank %d ends its share %d positions before the last rank's", r, end-*s.End)
 		}
 		for p := first; p < end; p += w {
 			exclude = append(exclude, p)
@@ -402,7 +451,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 			j0 = (start - first + w - 1) / w
 		}
 		if s.Done > j0 && s.Done-j0 > maxReshardExclude-uint64(len(exclude)) {
-			return nil, stateErr("done", "rank %d is %d units ahead of the slowest rank", r, s.Done-j0)
+			return nil, nil, nil, stateErr("done", "rank %d is %d units ahead of the slowest rank", r, s.Done-j0)
 		}
 		for j := j0; j < s.Done; j++ {
 			if p := s.Start + j*w + uint64(r); !recorded || p < end {
@@ -411,30 +460,5 @@ func Reshard(states []*State, world int) ([]*State, error) {
 		}
 	}
 	slices.Sort(exclude)
-	exclude = slices.Compact(exclude)
-	out := make([]*State, world)
-	for r := range out {
-		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
-			Files: s0.Files, Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
-			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
-		if recorded && !s0.EpochEnd {
-			e := max(end, start)
-			ns.End = &e
-		}
-		for _, p := range exclude {
-			if (p-start)%uint64(world) == uint64(r) {
-				ns.Exclude = append(ns.Exclude, p)
-			}
-		}
-		for _, c := range cuts {
-			if (c.Pos-start)%uint64(world) == uint64(r) {
-				ns.Cut = append(ns.Cut, c)
-			}
-		}
-		for i := r; i < len(pending); i += world {
-			ns.Pending = append(ns.Pending, pending[i])
-		}
-		out[r] = ns
-	}
-	return out, nil
+	return slices.Compact(exclude), pending, cuts, nil
 }

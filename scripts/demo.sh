@@ -9,7 +9,8 @@
 #     arrow-go reading whole row groups, and page-cache reads via mmap,
 #     and prints one comparison table (same run, ratios), with charts in
 #     DIR/charts (SVG and PNG);
-#  5. runs the raw 4 KiB randread job against fio when fio is installed.
+#  5. reads three columns row-aligned under the same page shuffle;
+#  6. runs the raw 4 KiB randread job against fio when fio is installed.
 # Under 3 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +36,15 @@ bin/pagefeed index "$data" --column input_ids
 
 echo
 echo "== loader vs baselines: $runtime s each, column input_ids, batch 64 pages, O_DIRECT"
-bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$runtime" --charts="$dir/charts" 2>/dev/null
+if ! bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$runtime" --charts="$dir/charts" 2>"$dir/compare.log"; then
+	tail -5 "$dir/compare.log" >&2 # progress lines, then the error
+	exit 1
+fi
+
+echo
+echo "== several columns: input_ids with id and text, row-aligned (page shuffle led by input_ids), $runtime s"
+bin/pagebench --parquet="$data" --column=input_ids,id,text --runtime="$runtime" 2>/dev/null |
+	grep -E '^ *(read:|batch lat)' | sed 's/^ */   /' || true
 
 if command -v fio >/dev/null 2>&1; then
 	echo

@@ -3,7 +3,8 @@
 # docs/results.md (or $OUT), stamped with the date, the commit and the
 # machine. Every ratio compares two runs made here, by this script:
 #   - raw reads: pagebench against fio (`pagebench --compare-fio`, both at
-#     their defaults, alternating) when fio is installed;
+#     their defaults, then both given fio's best read flags, alternating)
+#     when fio is installed;
 #   - the loader against its baselines on a generated dataset
 #     (`pagebench --parquet --compare`);
 #   - the page index: a build over 1,000 generated files and a sidecar
@@ -33,20 +34,28 @@ trap 'rm -rf "$DIR"' EXIT
 go build -o bin/ ./cmd/pagefeed ./cmd/pagebench
 
 rows=$(mktemp)
+best=""
 trap 'rm -rf "$DIR" "$rows"' EXIT
 row() { printf '| %s | %s | %s | %s |\n' "$@" >>"$rows"; }
 
-# Raw reads against fio. compare-fio prints, per case, lines of
-# "case  metric  fio  pagebench  ratio" (the case only on its first line).
+# Raw reads against fio. compare-fio prints, per case and mode, lines of
+# "case  mode  metric  fio  pagebench  ratio" (case and mode only on the
+# first line), the median of the pairs' ratios, then the flags both tools
+# ran with in the "best" mode.
 if command -v fio >/dev/null 2>&1; then
 	echo "results.sh: raw reads, pagebench vs fio ($PAIRS pairs x $RAW_RUNTIME, $SIZE file)" >&2
-	bin/pagebench --compare-fio --pairs "$PAIRS" --runtime "$RAW_RUNTIME" --size "$SIZE" --dir "$DIR" 2>/dev/null |
-		awk -F'  +' '
-			$1 == "case" { next }
-			NF >= 5 && $1 != "" { c = $1 }
-			NF >= 5 && c != "" && ((c ~ /^4k/ && ($2 == "IOPS" || $2 ~ /^CPU/)) || (c ~ /^1m/ && $2 == "BW")) {
-				printf "| raw %s: %s | %s | %s (fio) | %s |\n", c, $2, $4, $3, $5
-			}' >>"$rows"
+	cf=$(mktemp)
+	bin/pagebench --compare-fio --pairs "$PAIRS" --runtime "$RAW_RUNTIME" --size "$SIZE" --dir "$DIR" 2>/dev/null >"$cf" || true
+	awk -F'  +' '
+		$1 == "case" { next }
+		NF >= 6 && $1 != "" { c = $1; m = $2; $0 = "  " $3 "  " $4 "  " $5 "  " $6 }
+		c ~ /psync/ { next }
+		NF >= 5 && (($2 == "IOPS" && c ~ /^4k/) || ($2 == "BW" && c ~ /^1m/) || $2 ~ /^CPU/) {
+			printf "| raw %s, %s: %s | %s | %s (fio) | %s |\n", c, m, $2, $4, $3, $5
+		}
+		NF == 3 && $2 ~ /median of pairs/ { printf "| raw %s, %s: %s | | | %s |\n", c, m, $2, $3 }' "$cf" >>"$rows"
+	best=$(grep -m1 ', best: both ran with' "$cf" | sed 's/.*both ran with //')
+	rm -f "$cf"
 else
 	row "raw reads against fio" "not run: fio is not installed (\`make bench\` installs it)" "" ""
 fi
@@ -145,9 +154,48 @@ fsinfo=$(df -T "$PWD" 2>/dev/null | awk 'NR == 2 { print $2 " on " $1 }')
 	echo "| --- | --- | --- | --- |"
 	cat "$rows"
 	echo
-	echo "Raw rows: pagebench and fio at their defaults (\`--compare-fio\`); CPU per"
-	echo "I/O is lower-better, so a ratio below 1 favours pagebench there. Loader"
+	echo "Raw rows (\`pagebench --compare-fio\`): \"defaults\" runs each tool at its"
+	echo "own defaults (they differ: fio submits one read per \`io_uring_enter\`,"
+	echo "pagebench adapts its submission chunk); \"best\" gives both the same flags${best:+: \`$best\`}."
+	echo "CPU per I/O is lower-better, so a ratio below 1 favours pagebench there. Loader"
 	echo "rows: the first case is pagefeed's page shuffle with unordered fetch;"
 	echo "the ratio is its rows/s over the baseline's."
 } >"$OUT"
 echo "results.sh: wrote $OUT" >&2
+
+# The README quotes the raw ratios of both modes, with the same stamp,
+# between its fio-ratios markers.
+if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.md; then
+	quote=$(mktemp)
+	{
+		echo "pagebench ÷ fio, medians of alternating pairs ($(date -u +%Y-%m-%d), commit $commit, $(uname -sr), $(nproc) CPUs${cpu:+ ($cpu)}, ${fsinfo:-unknown}):"
+		echo
+		echo "| job | metric | both at their defaults | both with fio's best flags |"
+		echo "| --- | --- | --- | --- |"
+		awk -F' [|] ' '
+			/^[|] raw / && !/median of pairs/ {
+				split(substr($1, 7), a, ", ")   # "4k randread io_uring qd64" and "defaults: IOPS"
+				split(a[2], b, ": ")
+				key = a[1] " | " b[2]
+				if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+				r = $4; sub(/ [|]$/, "", r)
+				v[key, b[1]] = r
+			}
+			END {
+				for (i = 1; i <= n; i++) {
+					k = order[i]
+					printf "| %s | %s | %s |\n", k, (v[k, "defaults"] == "" ? "not run" : v[k, "defaults"]), (v[k, "best"] == "" ? "not run" : v[k, "best"])
+				}
+			}' "$rows"
+		echo
+		echo "${best:+Best flags, given to both: \`$best\`. }CPU per I/O is lower-better. Whole table: [docs/results.md](docs/results.md)."
+	} >"$quote"
+	if grep -q '^| raw ' "$rows"; then
+		awk -v q="$quote" '
+			/^<!-- fio-ratios:begin -->$/ { print; while ((getline l < q) > 0) print l; skip = 1; next }
+			/^<!-- fio-ratios:end -->$/ { skip = 0 }
+			!skip' README.md >README.md.tmp && mv README.md.tmp README.md
+		echo "results.sh: updated README.md's fio ratios" >&2
+	fi
+	rm -f "$quote"
+fi

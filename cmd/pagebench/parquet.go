@@ -35,29 +35,39 @@ func isParquet(args []string) bool {
 	return false
 }
 
-// runParquet binds Parquet-mode flags to bench.ParquetConfig and runs it.
-func runParquet(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("pagebench", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var cfg bench.ParquetConfig
-	var paths multi
-	var runtime, format string
-	direct := 1
-	fs.Var(&paths, "parquet", "Parquet file, directory or glob (repeatable)")
+// parquetFlags are Parquet mode's flags: those that set a
+// bench.ParquetConfig field directly are bound to cfg, the rest are parsed
+// into it by resolve.
+type parquetFlags struct {
+	cfg                           bench.ParquetConfig
+	paths                         multi
+	runtime, format               string
+	direct                        int
+	shuffle, fetch, ioengine, eng *string
+	compare                       *bool
+	rounds                        *int
+	charts                        *string
+}
+
+// bindParquetFlags defines Parquet mode's flags on fs.
+func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
+	p := &parquetFlags{direct: 1}
+	cfg := &p.cfg
+	fs.Var(&p.paths, "parquet", "Parquet file, directory or glob (repeatable)")
 	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
 	fs.StringVar(&cfg.Column, "column", "", "column(s) to read: a leaf or top-level name, or several separated by commas")
 	fs.StringVar(&cfg.LeadColumn, "lead-column", "", "with several columns: the column whose pages define the row spans (default: the most bytes)")
 	fs.Int64Var(&cfg.SideCache, "side-cache", 0, "with several columns: bytes of decoded pages of the other columns held for the next spans (default 64 MiB; -1 off)")
 	fs.IntVar(&cfg.Coalesce, "coalesce", 0, "bytes up to which adjacent pages of a chunk are read in one request (default 1.25 MiB; -1 off)")
-	shuffle := fs.String("shuffle", "page", "page|row|rowgroup|stream|none")
-	fetch := fs.String("fetch", "unordered", "unordered|ordered")
+	p.shuffle = fs.String("shuffle", "page", "page|row|rowgroup|stream|none")
+	p.fetch = fs.String("fetch", "unordered", "unordered|ordered")
 	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per batch (0: page batches)")
 	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows")
 	fs.IntVar(&cfg.IODepth, "iodepth", 256, "reads in flight in all, as fio's iodepth (split over the workers)")
 	fs.IntVar(&cfg.Prefetch, "prefetch", 0, "batches read ahead (default: 2, or 832 pages for compressed columns, at most 128 MiB decoded)")
 	fs.IntVar(&cfg.Workers, "workers", 0, "engine workers (default GOMAXPROCS, half of it for uncompressed columns)")
-	fs.StringVar(&runtime, "runtime", "", "run for this long (fio time syntax)")
+	fs.StringVar(&p.runtime, "runtime", "", "run for this long (fio time syntax)")
 	fs.IntVar(&cfg.Loops, "loops", 0, "run exactly this many epochs")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "shuffle seed")
 	fs.Uint64Var(&cfg.Epoch, "epoch", 0, "first epoch")
@@ -68,15 +78,71 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.KeepUneven, "keep-uneven", false, "deliver every unit once; ranks may take different numbers of steps")
 	fs.BoolVar(&cfg.Deterministic, "deterministic", false, "assemble batches in plan order: the same seed gives the same bytes")
 	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
-	ioengine := fs.String("ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
-	eng := fs.String("engine", "pagefeed", "pagefeed|arrowgo|decode")
-	fs.IntVar(&direct, "direct", 1, "O_DIRECT reads: 0 or 1")
+	p.ioengine = fs.String("ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
+	p.eng = fs.String("engine", "pagefeed", "pagefeed|arrowgo|decode")
+	fs.IntVar(&p.direct, "direct", 1, "O_DIRECT reads: 0 or 1")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
 	fs.BoolVar(&cfg.Pin, "pin", false, "pin engine workers to this local rank's GPU cores ($LOCAL_RANK)")
-	fs.StringVar(&format, "output-format", "normal", "normal|json")
-	compare := fs.Bool("compare", false, "run the loader against its baselines (unordered, ordered, stream, arrowgo, mmap) and print a table")
-	rounds := fs.Int("rounds", 1, "with --compare: rounds of alternating runs (medians are reported)")
-	charts := fs.String("charts", "", "with --compare: write bar charts (SVG and PNG) of rows/s and batch p99 into this folder")
+	fs.StringVar(&p.format, "output-format", "normal", "normal|json")
+	p.compare = fs.Bool("compare", false, "run the loader against its baselines (unordered, ordered, stream, arrowgo, mmap) and print a table")
+	p.rounds = fs.Int("rounds", 1, "with --compare: rounds of alternating runs (medians are reported)")
+	p.charts = fs.String("charts", "", "with --compare: write bar charts (SVG and PNG) of rows/s and batch p99 into this folder")
+	return p
+}
+
+// resolve parses the parsed flags' names into cfg's typed values, once,
+// and checks what the flags alone can tell.
+func (p *parquetFlags) resolve() error {
+	cfg := &p.cfg
+	var err error
+	if cfg.Shuffle, err = rinas.ParseShuffle(*p.shuffle); err != nil {
+		return fmt.Errorf("--shuffle: %w", err)
+	}
+	if cfg.Fetch, err = rinas.ParseFetch(*p.fetch); err != nil {
+		return fmt.Errorf("--fetch: %w", err)
+	}
+	if cfg.IOEngine, err = bench.ParseParquetIO(*p.ioengine); err != nil {
+		return fmt.Errorf("--ioengine: %w", err)
+	}
+	if cfg.Engine, err = bench.ParseParquetEngine(*p.eng); err != nil {
+		return fmt.Errorf("--engine: %w", err)
+	}
+	if len(p.paths) == 0 {
+		return fmt.Errorf("--parquet needs a path")
+	}
+	if cfg.IODepth < 1 || cfg.IODepth > 4096 {
+		return fmt.Errorf("--iodepth=%d: want 1..4096", cfg.IODepth)
+	}
+	cfg.Paths = p.paths
+	if p.runtime != "" {
+		d, err := bench.ParseTime(p.runtime)
+		if err != nil {
+			return err
+		}
+		cfg.Runtime = d
+	}
+	if cfg.Runtime > 0 && cfg.Loops > 0 {
+		return fmt.Errorf("--runtime and --loops exclude each other")
+	}
+	switch p.direct {
+	case 0:
+		cfg.Buffered = true
+	case 1:
+	default:
+		return fmt.Errorf("--direct=%d: want 0 or 1", p.direct)
+	}
+	if p.format != "normal" && p.format != "json" {
+		return fmt.Errorf("--output-format=%s: want normal or json", p.format)
+	}
+	return nil
+}
+
+// runParquet binds Parquet-mode flags to bench.ParquetConfig and runs it
+// (--compare: the loader against its baselines).
+func runParquet(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("pagebench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	p := bindParquetFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			_, err = io.WriteString(stdout, parquetUsage)
@@ -86,94 +152,71 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q in parquet mode", fs.Arg(0))
 	}
-	// Names are parsed here, once; the config holds their typed values.
-	var err error
-	if cfg.Shuffle, err = rinas.ParseShuffle(*shuffle); err != nil {
-		return fmt.Errorf("--shuffle: %w", err)
+	if err := p.resolve(); err != nil {
+		return err
 	}
-	if cfg.Fetch, err = rinas.ParseFetch(*fetch); err != nil {
-		return fmt.Errorf("--fetch: %w", err)
-	}
-	if cfg.IOEngine, err = bench.ParseParquetIO(*ioengine); err != nil {
-		return fmt.Errorf("--ioengine: %w", err)
-	}
-	if cfg.Engine, err = bench.ParseParquetEngine(*eng); err != nil {
-		return fmt.Errorf("--engine: %w", err)
-	}
-	if len(paths) == 0 {
-		return fmt.Errorf("--parquet needs a path")
-	}
-	if cfg.IODepth < 1 || cfg.IODepth > 4096 {
-		return fmt.Errorf("--iodepth=%d: want 1..4096", cfg.IODepth)
-	}
-	cfg.Paths = paths
-	if runtime != "" {
-		d, err := bench.ParseTime(runtime)
-		if err != nil {
-			return err
-		}
-		cfg.Runtime = d
-	}
-	if cfg.Runtime > 0 && cfg.Loops > 0 {
-		return fmt.Errorf("--runtime and --loops exclude each other")
-	}
-	switch direct {
-	case 0:
-		cfg.Buffered = true
-	case 1:
-	default:
-		return fmt.Errorf("--direct=%d: want 0 or 1", direct)
-	}
-	if format != "normal" && format != "json" {
-		return fmt.Errorf("--output-format=%s: want normal or json", format)
-	}
+	cfg := p.cfg
 	var progress func(int64, time.Duration)
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		last := int64(0)
-		lastT := time.Duration(0)
-		progress = func(pages int64, el time.Duration) {
-			rate := float64(pages-last) / (el - lastT).Seconds()
-			last, lastT = pages, el
-			eta := ""
-			if cfg.Runtime > 0 {
-				eta = fmt.Sprintf("[eta %s]", fmtETA(cfg.Runtime-el))
-			}
-			fmt.Fprintf(stderr, "\rJobs: 1: [%s][r=%.0f pages/s][%d pages]%s   ", cfg.Shuffle, rate, pages, eta)
-		}
+		progress = parquetProgress(stderr, cfg)
 		defer fmt.Fprint(stderr, "\r\033[K")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *compare {
-		if cfg.Runtime <= 0 {
-			return fmt.Errorf("--compare needs --runtime")
-		}
-		if *charts != "" {
-			// Fail before measuring when the folder cannot be written.
-			if err := os.MkdirAll(*charts, 0o755); err != nil {
-				return fmt.Errorf("--charts: %w", err)
-			}
-		}
-		rows, err := bench.CompareParquet(ctx, bench.ParquetCompareConfig{Base: cfg, Runtime: cfg.Runtime, Rounds: *rounds, Progress: stderr})
-		if err != nil {
-			return err
-		}
-		if err := bench.WriteParquetTable(stdout, rows); err != nil {
-			return err
-		}
-		if *charts == "" {
-			return nil
-		}
-		return writeCompareCharts(*charts, rows, stdout)
+	if *p.compare {
+		return compareParquet(ctx, cfg, *p.rounds, *p.charts, stdout, stderr)
 	}
 	res, err := bench.RunParquet(ctx, cfg, progress)
 	if err != nil {
 		return err
 	}
-	if format == "json" {
+	if p.format == "json" {
 		return res.WriteJSON(stdout)
 	}
 	return res.WriteNormal(stdout)
+}
+
+// parquetProgress returns the progress line a terminal gets about once a
+// second: the page rate since the last line, the pages so far and, for a
+// runtime, the time left.
+func parquetProgress(stderr io.Writer, cfg bench.ParquetConfig) func(int64, time.Duration) {
+	last := int64(0)
+	lastT := time.Duration(0)
+	return func(pages int64, el time.Duration) {
+		rate := float64(pages-last) / (el - lastT).Seconds()
+		last, lastT = pages, el
+		eta := ""
+		if cfg.Runtime > 0 {
+			eta = fmt.Sprintf("[eta %s]", fmtETA(cfg.Runtime-el))
+		}
+		fmt.Fprintf(stderr, "\rJobs: 1: [%s][r=%.0f pages/s][%d pages]%s   ", cfg.Shuffle, rate, pages, eta)
+	}
+}
+
+// compareParquet runs --compare: the loader against its baselines for
+// rounds rounds, printed as a table and, with charts, drawn into that
+// folder.
+func compareParquet(ctx context.Context, cfg bench.ParquetConfig, rounds int, charts string, stdout, stderr io.Writer) error {
+	if cfg.Runtime <= 0 {
+		return fmt.Errorf("--compare needs --runtime")
+	}
+	if charts != "" {
+		// Fail before measuring when the folder cannot be written.
+		if err := os.MkdirAll(charts, 0o755); err != nil {
+			return fmt.Errorf("--charts: %w", err)
+		}
+	}
+	rows, err := bench.CompareParquet(ctx, bench.ParquetCompareConfig{Base: cfg, Runtime: cfg.Runtime, Rounds: rounds, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteParquetTable(stdout, rows); err != nil {
+		return err
+	}
+	if charts == "" {
+		return nil
+	}
+	return writeCompareCharts(charts, rows, stdout)
 }
 
 func fmtETA(d time.Duration) string {
@@ -195,11 +238,17 @@ func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
 func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Writer) error {
 	labels := make([]string, len(rows))
 	rps := make([]float64, len(rows))
-	p99 := make([]float64, len(rows))
+	// Batch latency only for the cases that deliver batches (decoding
+	// alone from memory has none).
+	var latLabels []string
+	var p99 []float64
 	for i, r := range rows {
-		labels[i], rps[i], p99[i] = r.Short, r.RowsPerSec, r.BatchP99Ns/1e6
+		labels[i], rps[i] = r.Short, r.RowsPerSec
 		if labels[i] == "" {
 			labels[i] = r.Label
+		}
+		if r.BatchP99Ns > 0 {
+			latLabels, p99 = append(latLabels, labels[i]), append(p99, r.BatchP99Ns/1e6)
 		}
 	}
 	for _, c := range []struct {
@@ -207,8 +256,11 @@ func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Wr
 		bars plot.Bars
 	}{
 		{"compare_rows_per_sec", plot.Bars{Title: "rows delivered per second (same run)", YLabel: "rows/s", Unit: "rows/s", Labels: labels, Values: rps}},
-		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "p99 batch latency (ms)", Unit: "ms", Labels: labels, Values: p99}},
+		{"compare_batch_p99", plot.Bars{Title: "batch latency p99", YLabel: "p99 batch latency (ms)", Unit: "ms", Labels: latLabels, Values: p99}},
 	} {
+		if len(c.bars.Values) == 0 {
+			continue
+		}
 		base := filepath.Join(dir, c.name)
 		if err := c.bars.Save(base); err != nil {
 			return fmt.Errorf("chart %s: %w", base, err)

@@ -224,33 +224,10 @@ func splitmix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
+// writeFile writes file fileNo of c's data set to path and returns its
+// size.
 func writeFile(path string, c Config, fileNo int) (size int64, err error) {
-	codec, _ := ParseCodec(c.Codec)
-	pv := parquet.DataPageV1
-	if c.PageVersion == 2 {
-		pv = parquet.DataPageV2
-	}
-	// arrow-go checks the page size limit once per write batch of levels,
-	// so small target pages need small batches.
-	batch := int64(1024)
-	if c.PageSize < 4096 {
-		batch = max(8, c.PageSize/8)
-	}
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(codec),
-		parquet.WithDataPageSize(c.PageSize),
-		parquet.WithBatchSize(batch),
-		parquet.WithMaxRowGroupLength(c.RowGroupRows),
-		parquet.WithDataPageVersion(pv),
-		parquet.WithPageIndexEnabled(c.PageIndex),
-		parquet.WithDictionaryDefault(c.Dictionary),
-		parquet.WithStats(true),
-		// --dictionary on means dictionary pages, also for uncompressed
-		// columns where arrow-go would otherwise judge them not worth it.
-		parquet.WithDictionaryCostFallbackFor("id", !c.Dictionary),
-		parquet.WithDictionaryCostFallbackFor("input_ids.list.element", !c.Dictionary),
-		parquet.WithDictionaryCostFallbackFor("text", !c.Dictionary),
-	)
+	props := writerProps(c)
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, fmt.Errorf("gen: %w", err)
@@ -273,42 +250,12 @@ func writeFile(path string, c Config, fileNo int) (size int64, err error) {
 	} else if fw, err = pqarrow.NewFileWriter(Schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem))); err != nil {
 		return 0, fmt.Errorf("gen: %s: %w", path, err)
 	}
-	rng := rand.New(rand.NewSource(int64(splitmix64(c.Seed ^ splitmix64(uint64(fileNo)+1)))))
-	zipf := rand.NewZipf(rng, 1.1, 2, Vocab-1)
-	mu := math.Log(float64(c.MeanTokens))
-	const sigma = 0.9
-
+	g := newRowGen(c, fileNo)
 	b := array.NewRecordBuilder(mem, Schema)
 	defer b.Release()
-	ids := b.Field(0).(*array.Int64Builder)
-	lists := b.Field(1).(*array.ListBuilder)
-	toks := lists.ValueBuilder().(*array.Int32Builder)
-	texts := b.Field(2).(*array.StringBuilder)
-	var txt []byte
-	baseID := int64(fileNo) * int64(c.RowsPerFile)
 	for row := 0; row < c.RowsPerFile; {
 		n := min(recRows, c.RowsPerFile-row)
-		for j := 0; j < n; j++ {
-			ids.Append(baseID + int64(row+j))
-			ln := int(math.Exp(mu + sigma*rng.NormFloat64()))
-			ln = min(max(ln, 1), c.MaxTokens)
-			lists.Append(true)
-			txt = append(txt[:0], "doc "...)
-			txt = strconv.AppendInt(txt, baseID+int64(row+j), 10)
-			for t := 0; t < ln; t++ {
-				tok := int32(zipf.Uint64())
-				toks.Append(tok)
-				if t < 4 {
-					txt = append(txt, ' ', 'w')
-					txt = strconv.AppendInt(txt, int64(tok), 36)
-				}
-			}
-			if rng.Intn(10) == 0 {
-				texts.AppendNull()
-			} else {
-				texts.BinaryBuilder.Append(txt)
-			}
-		}
+		g.appendRows(b, row, n)
 		rec := b.NewRecordBatch()
 		if cw != nil {
 			err = cw.writeRowGroup(rec)
@@ -334,4 +281,89 @@ func writeFile(path string, c Config, fileNo int) (size int64, err error) {
 		return 0, fmt.Errorf("gen: %w", err)
 	}
 	return st.Size(), nil
+}
+
+// writerProps returns the Parquet writer properties c asks for.
+func writerProps(c Config) *parquet.WriterProperties {
+	codec, _ := ParseCodec(c.Codec)
+	pv := parquet.DataPageV1
+	if c.PageVersion == 2 {
+		pv = parquet.DataPageV2
+	}
+	// arrow-go checks the page size limit once per write batch of levels,
+	// so small target pages need small batches.
+	batch := int64(1024)
+	if c.PageSize < 4096 {
+		batch = max(8, c.PageSize/8)
+	}
+	return parquet.NewWriterProperties(
+		parquet.WithCompression(codec),
+		parquet.WithDataPageSize(c.PageSize),
+		parquet.WithBatchSize(batch),
+		parquet.WithMaxRowGroupLength(c.RowGroupRows),
+		parquet.WithDataPageVersion(pv),
+		parquet.WithPageIndexEnabled(c.PageIndex),
+		parquet.WithDictionaryDefault(c.Dictionary),
+		parquet.WithStats(true),
+		// --dictionary on means dictionary pages, also for uncompressed
+		// columns where arrow-go would otherwise judge them not worth it.
+		parquet.WithDictionaryCostFallbackFor("id", !c.Dictionary),
+		parquet.WithDictionaryCostFallbackFor("input_ids.list.element", !c.Dictionary),
+		parquet.WithDictionaryCostFallbackFor("text", !c.Dictionary),
+	)
+}
+
+// rowGen draws one file's rows: ids from the file's first, token lists of
+// log-normal length (at most MaxTokens) drawn Zipf-distributed from the
+// vocabulary, and a text naming the id and the first tokens, null one row
+// in ten. Its draws depend on nothing but the seed and the file number.
+type rowGen struct {
+	rng       *rand.Rand
+	zipf      *rand.Zipf
+	mu        float64
+	maxTokens int
+	baseID    int64
+	txt       []byte
+}
+
+func newRowGen(c Config, fileNo int) *rowGen {
+	rng := rand.New(rand.NewSource(int64(splitmix64(c.Seed ^ splitmix64(uint64(fileNo)+1)))))
+	return &rowGen{
+		rng:       rng,
+		zipf:      rand.NewZipf(rng, 1.1, 2, Vocab-1),
+		mu:        math.Log(float64(c.MeanTokens)),
+		maxTokens: c.MaxTokens,
+		baseID:    int64(fileNo) * int64(c.RowsPerFile),
+	}
+}
+
+// appendRows appends the file's rows row to row+n-1 to b (a builder of
+// Schema).
+func (g *rowGen) appendRows(b *array.RecordBuilder, row, n int) {
+	const sigma = 0.9
+	ids := b.Field(0).(*array.Int64Builder)
+	lists := b.Field(1).(*array.ListBuilder)
+	toks := lists.ValueBuilder().(*array.Int32Builder)
+	texts := b.Field(2).(*array.StringBuilder)
+	for j := 0; j < n; j++ {
+		ids.Append(g.baseID + int64(row+j))
+		ln := int(math.Exp(g.mu + sigma*g.rng.NormFloat64()))
+		ln = min(max(ln, 1), g.maxTokens)
+		lists.Append(true)
+		g.txt = append(g.txt[:0], "doc "...)
+		g.txt = strconv.AppendInt(g.txt, g.baseID+int64(row+j), 10)
+		for t := 0; t < ln; t++ {
+			tok := int32(g.zipf.Uint64())
+			toks.Append(tok)
+			if t < 4 {
+				g.txt = append(g.txt, ' ', 'w')
+				g.txt = strconv.AppendInt(g.txt, int64(tok), 36)
+			}
+		}
+		if g.rng.Intn(10) == 0 {
+			texts.AppendNull()
+		} else {
+			texts.BinaryBuilder.Append(g.txt)
+		}
+	}
 }

@@ -358,7 +358,9 @@ func (b *Bars) Save(base string) error {
 			lo, hi = min(lo, v), max(hi, v)
 		}
 	}
-	logY := b.LogY || (hi > 0 && hi/lo > 100)
+	// A log axis chosen for the spread, only where every bar can stand on
+	// it: a zero has no place on a log axis (a forced LogY refuses it).
+	logY := b.LogY || (hi > 0 && hi/lo > 100 && !slices.ContainsFunc(b.Values, func(v float64) bool { return v <= 0 }))
 	if logY {
 		for i, v := range b.Values {
 			if v <= 0 {

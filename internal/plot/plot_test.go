@@ -186,6 +186,13 @@ func TestBarsLogScale(t *testing.T) {
 	if err := b.Save(filepath.Join(dir, "z")); err != nil {
 		t.Errorf("zero on a linear axis: %v", err)
 	}
+	// A zero beside values spread over orders of magnitude (a case
+	// without batches in a latency chart): the automatic log axis gives
+	// way to a linear one instead of failing the chart.
+	spread := Bars{Title: "p99", Labels: []string{"a", "b", "c"}, Values: []float64{0.77, 461, 0}, Unit: "ms"}
+	if err := spread.Save(filepath.Join(dir, "s")); err != nil {
+		t.Errorf("zero among values 600x apart: %v", err)
+	}
 	lin := Bars{Title: "p99", Labels: []string{"a", "b"}, Values: []float64{3.2, 12.5}, Unit: "ms"}
 	if err := lin.Save(filepath.Join(dir, "l")); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,11 @@
             x = batch.tokens          # read-only int32 [rows, seq_len], no copy
             ...
 
+With output="tokens", tokens_dtype="int64" gives int64 tokens, and
+position_ids=True, cu_seqlens=True, loss_mask=True add those arrays of the
+packed batch (Batch.position_ids, .cu_seqlens, .loss_mask), views of the
+same engine buffer.
+
 The library (libpagefeed.so, Go) loads on first use, in the process that
 uses it; a process forked after that cannot use it (ForkError says so).
 Memory is fixed when a Loader opens: a batch holds part of it until it is
@@ -44,7 +49,16 @@ class Batch:
     """One batch from a Loader.
 
     num_rows: rows in the batch. tokens: read-only int32 [rows, seq_len]
-    over the engine's buffer (tokens output), else None. columns: column
+    over the engine's buffer (tokens output; int64 with tokens_dtype=
+    "int64"), else None. For tokens output, with the Loader's keyword of
+    the same name, also read-only views of the same buffer (else None),
+    where a segment ends after every EOS, at every row's end and where
+    padding starts: position_ids, int32 [rows, seq_len], each token's
+    position in its segment (restarting at 0 at each document);
+    loss_mask, bool [rows, seq_len], False exactly on padding;
+    cu_seqlens, int32 [segments + 1], the segments' cumulative ends over
+    the flattened batch from 0 (flash-attention's varlen layout; its
+    length varies from batch to batch). columns: column
     name -> numpy array (a numpy.ma.MaskedArray where the column has
     nulls), ListArray for lists of fixed-width values, StringArray for
     strings and binary. A batch of one chunk (batch_rows > 0) is viewed
@@ -90,13 +104,40 @@ class Batch:
 
     def _tokens(self, readonly):
         d = self._live()
-        if not d.tokens:
+        if d.tokens:
+            return _arrays.view(self._owner(), d.tokens, (d.tok_rows, d.seq_len), "<i4", readonly)
+        if d.tokens64:
+            return _arrays.view(self._owner(), d.tokens64, (d.tok_rows, d.seq_len), "<i8", readonly)
+        return None
+
+    def _extra(self, name, readonly):
+        """The view of one of the descriptor's per-token arrays, or None
+        when the loader was not asked for it."""
+        d = self._live()
+        addr = getattr(d, name)
+        if not addr:
             return None
-        return _arrays.view(self._owner(), d.tokens, (d.tok_rows, d.seq_len), "<i4", readonly)
+        if name == "cu_seqlens":
+            return _arrays.view(self._owner(), addr, (d.n_cu,), "<i4", readonly)
+        # loss_mask's bytes are 0 or 1, so a bool view of them is exact
+        return _arrays.view(self._owner(), addr, (d.tok_rows, d.seq_len), "?" if name == "loss_mask" else "<i4",
+                            readonly)
 
     @property
     def tokens(self):
         return self._tokens(True)
+
+    @property
+    def position_ids(self):
+        return self._extra("position_ids", True)
+
+    @property
+    def loss_mask(self):
+        return self._extra("loss_mask", True)
+
+    @property
+    def cu_seqlens(self):
+        return self._extra("cu_seqlens", True)
 
     def names(self):
         """The column names, in projection order (top-level names)."""
@@ -219,11 +260,13 @@ class Loader:
     stream|none, fetch unordered|ordered, batch_pages (pages read
     together; one batch each unless batch_rows > 0), batch_rows,
     buffer_rows (shuffle buffer), output arrow|tokens (then seq_len, eos,
-    pad), seed, epochs, rank and world (default: torchrun's $RANK and
-    $WORLD_SIZE), memory_limit in bytes, skip_bad_pages. Further keyword
-    arguments are passed on as config keys in snake_case (epoch,
-    prefetch, iodepth, drop_last, pad_last, keep_uneven, deterministic,
-    truncate); unknown ones raise ConfigError.
+    pad, tokens_dtype "int32" or "int64", and position_ids, cu_seqlens,
+    loss_mask: whether batches carry those arrays, see Batch), seed,
+    epochs, rank and world (default: torchrun's $RANK and $WORLD_SIZE),
+    memory_limit in bytes, skip_bad_pages. Further keyword arguments are
+    passed on as config keys in snake_case (epoch, prefetch, iodepth,
+    drop_last, pad_last, keep_uneven, deterministic, truncate); unknown
+    ones raise ConfigError.
 
     Opening validates everything: FileNotFoundError for a missing path,
     ConfigError for an unknown column or option, StateError for a state
@@ -231,7 +274,8 @@ class Loader:
     """
 
     def __init__(self, paths, columns=None, shuffle="page", fetch="unordered", batch_pages=64, batch_rows=0,
-                 buffer_rows=0, output="arrow", seq_len=2048, eos=None, pad=None, seed=0, epochs=1, rank=None,
+                 buffer_rows=0, output="arrow", seq_len=2048, eos=None, pad=None, tokens_dtype="int32",
+                 position_ids=False, cu_seqlens=False, loss_mask=False, seed=0, epochs=1, rank=None,
                  world=None, memory_limit=None, skip_bad_pages=False, **config):
         if isinstance(paths, (str, os.PathLike)):
             paths = [paths]
@@ -242,6 +286,18 @@ class Loader:
             cfg["columns"] = [columns] if isinstance(columns, str) else list(columns)
         if output == "tokens":
             cfg["seq_len"] = seq_len
+        # Passed on only when not the default, so that arrow output takes
+        # them silently and the library judges every value given.
+        if not isinstance(tokens_dtype, str):  # numpy.int64, np.dtype("int64"), torch.int64
+            try:
+                tokens_dtype = np.dtype(tokens_dtype).name
+            except TypeError:
+                tokens_dtype = str(tokens_dtype).replace("torch.", "", 1)
+        if tokens_dtype != "int32":
+            cfg["tokens_dtype"] = tokens_dtype
+        for k, v in (("position_ids", position_ids), ("cu_seqlens", cu_seqlens), ("loss_mask", loss_mask)):
+            if v:
+                cfg[k] = bool(v)
         for k, v in (("eos", eos), ("pad", pad), ("memory_limit", memory_limit)):
             if v is not None:
                 cfg[k] = v

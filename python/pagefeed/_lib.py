@@ -66,11 +66,20 @@ class PFBatch(ctypes.Structure):
         ("names", ctypes.POINTER(ctypes.c_char_p)),
         ("schemas", ctypes.POINTER(ArrowSchema)),
         ("arrays", ctypes.POINTER(ArrowArray)),
+        ("tokens64", ctypes.c_void_p),
+        ("position_ids", ctypes.c_void_p),
+        ("loss_mask", ctypes.c_void_p),
+        ("cu_seqlens", ctypes.c_void_p),
+        ("n_cu", ctypes.c_int64),
     ]
 
 
 OK, EOF = 0, 1
-ABI = 2  # capi's abiVersion
+# The PF_ABI_VERSION of the pagefeed.h that PFBatch mirrors (the library
+# defines it there only and returns it from pf_abi_version); a library of
+# another version is refused at load. tests/test_install.py checks that
+# this and PFBatch's fields match capi/pagefeed.h.
+ABI = 3
 
 
 def library_path():

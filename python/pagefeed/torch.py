@@ -4,7 +4,11 @@
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, pin_memory=True)
 
 Each item is a dict of tensors made with torch.from_numpy (no copy):
-"tokens" [rows, seq_len] for tokens output; for arrow output, name ->
+"tokens" [rows, seq_len] for tokens output (int32, or int64 with
+tokens_dtype="int64"), with "position_ids" (int32 [rows, seq_len]),
+"loss_mask" (bool [rows, seq_len]) and "cu_seqlens" (int32, 1-D, its
+length varying per batch) when the keyword of that name is True (see
+pagefeed.Batch); for arrow output, name ->
 values of a fixed-width column, and for a list column name -> its flat
 values and name + "_offsets" -> offsets (torch's jagged layout). Strings
 and binary come as name -> uint8 bytes and name + "_offsets". Nulls are
@@ -53,6 +57,10 @@ def _tensors(batch):
     t = batch._tokens(False)
     if t is not None:
         out["tokens"] = torch.from_numpy(t)
+        for name in ("position_ids", "loss_mask", "cu_seqlens"):
+            a = batch._extra(name, False)
+            if a is not None:
+                out[name] = torch.from_numpy(a)
         return out
     for name, a in batch._columns(False).items():
         if isinstance(a, ListArray):

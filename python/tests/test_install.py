@@ -21,3 +21,21 @@ def test_pip_install_offline_puts_the_library_in_the_package(tmp_path):
     assert r.returncode == 0, r.stderr
     path, version = r.stdout.split("\n")[:2]
     assert path.startswith(str(target)) and version.startswith("pagefeed capi")
+
+
+def test_abi_matches_the_header():
+    """The ABI the package speaks is the header's PF_ABI_VERSION (the
+    library's one definition of it), and PFBatch mirrors pf_batch field by
+    field: a field added on one side only fails here, not as garbage."""
+    import re
+
+    from conftest import ROOT
+    from pagefeed import _lib
+
+    with open(os.path.join(ROOT, "capi", "pagefeed.h")) as f:
+        h = f.read()
+    assert int(re.search(r"#define PF_ABI_VERSION (\d+)", h).group(1)) == _lib.ABI == _lib.lib().pf_abi_version()
+    body = re.search(r"typedef struct pf_batch \{(.*?)\} pf_batch;", h, re.S).group(1)
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    fields = re.findall(r"(\w+)\s*;", body)
+    assert fields == [f for f, _ in _lib.PFBatch._fields_]

@@ -93,6 +93,28 @@ def test_tensors_outlive_the_loop(corpus):
     assert kept[0].shape == (4, 32)
 
 
+def test_tokens_extras_tensors(corpus):
+    """The dataset's dict carries the extras asked for, as tensors over the
+    same memory as the Loader's views, with the Loader's values."""
+    kw = dict(columns=["input_ids"], output="tokens", seq_len=32, batch_rows=4, shuffle="none",
+              deterministic=True, eos=60000, pad=60001, tokens_dtype=torch.int64)
+    ds = PagefeedDataset(corpus, position_ids=True, loss_mask=True, cu_seqlens=True, rank=0, world=1, **kw)
+    it = iter(ds)
+    with pagefeed.Loader(corpus, position_ids=True, loss_mask=True, cu_seqlens=True, **kw) as l:
+        for _ in range(50):
+            item, b = next(it), next(l)
+            assert set(item) == {"tokens", "position_ids", "loss_mask", "cu_seqlens"}
+            assert item["tokens"].dtype == torch.int64 and item["position_ids"].dtype == torch.int32
+            assert item["loss_mask"].dtype == torch.bool and item["cu_seqlens"].dtype == torch.int32
+            for k in item:
+                assert np.array_equal(item[k].numpy(), getattr(b, k)), k
+            assert item["cu_seqlens"][-1] == 4 * 32 and item["position_ids"].shape == (4, 32)
+            b.release()
+    it.close()
+    plain = next(iter(PagefeedDataset(corpus, rank=0, world=1, **dict(kw, tokens_dtype="int32"))))
+    assert set(plain) == {"tokens"} and plain["tokens"].dtype == torch.int32
+
+
 def test_smoke_training_loss_falls(corpus):
     torch.manual_seed(0)
     vocab = 1024
