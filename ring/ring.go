@@ -362,7 +362,8 @@ func (r *Ring) SubmitAndWaitTimeout(minComplete uint32, timeoutNs int64) (int, e
 // wakes to run it, and the caller need not reacquire one on return. The
 // timeout (timeoutNs > 0) bounds all of that, so keep it short; the
 // caller decides what to do when it expires (returns 0 and nil) with
-// nothing ready.
+// nothing ready. A signal ends the wait as the timeout does, once every
+// SQE is submitted: waiting again would hold the P past the bound.
 func (r *Ring) SubmitAndWaitHeld(minComplete uint32, timeoutNs int64) (int, error) {
 	if timeoutNs <= 0 {
 		return 0, &Error{Op: "enter", Err: unix.EINVAL}
@@ -406,6 +407,11 @@ func (r *Ring) enter(minComplete uint32, timeoutNs int64, timed, held bool) (int
 		case 0:
 			return int(n), nil
 		case unix.EINTR:
+			if held && atomic.LoadUint32(r.sqHead) == r.sqeTail {
+				// Everything is submitted: end the held wait here, as a
+				// timeout would, rather than hold the P for another.
+				return 0, nil
+			}
 			toSubmit = r.sqeTail - atomic.LoadUint32(r.sqHead)
 			continue
 		case unix.ETIME:
