@@ -166,19 +166,9 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job, logIdx int)
 		fmt.Fprintf(cfg.Stderr, "pagebench: %s: ioengine=mmap ignores direct=1 (it maps the page cache)\n", job.Name)
 	}
 	base := time.Now()
-	ws := make([]*worker, job.NumJobs)
-	for i := range ws {
-		ws[i] = newWorker(&job, gid, i, files, align, base, cfg)
-		logs, err := openIOLogs(&job, logIdx+i)
-		if err != nil {
-			for _, w := range ws[:i] {
-				if w.logs != nil {
-					w.logs.close()
-				}
-			}
-			return nil, err
-		}
-		ws[i].logs = logs
+	ws, err := newGroupWorkers(cfg, gid, &job, files, align, base, logIdx)
+	if err != nil {
+		return nil, err
 	}
 
 	// begun: every clone issued its first read (or gave up); ended: every
@@ -240,6 +230,33 @@ func runGroup(ctx context.Context, cfg *RawConfig, gid int, job Job, logIdx int)
 	close(stopSampler)
 	<-sampDone
 
+	return collectGroup(gid, job, ws, &ru0, &ru1, window)
+}
+
+// newGroupWorkers makes the job's numjobs clones, each with its fio logs
+// open; on an error the logs opened so far are closed.
+func newGroupWorkers(cfg *RawConfig, gid int, job *Job, files []target, align int, base time.Time, logIdx int) ([]*worker, error) {
+	ws := make([]*worker, job.NumJobs)
+	for i := range ws {
+		ws[i] = newWorker(job, gid, i, files, align, base, cfg)
+		logs, err := openIOLogs(job, logIdx+i)
+		if err != nil {
+			for _, w := range ws[:i] {
+				if w.logs != nil {
+					w.logs.close()
+				}
+			}
+			return nil, err
+		}
+		ws[i].logs = logs
+	}
+	return ws, nil
+}
+
+// collectGroup gathers the clones' results, each with its share of the
+// process's CPU and faults between ru0 and ru1 (window long), closes their
+// logs and joins their errors.
+func collectGroup(gid int, job Job, ws []*worker, ru0, ru1 *unix.Rusage, window time.Duration) (*GroupResult, error) {
 	g := &GroupResult{ID: gid, Job: job}
 	var errs []error
 	n := float64(len(ws))

@@ -208,22 +208,7 @@ func (r *RangeReader) ReadBatch(ctx context.Context, rs []Range, fn func(i int, 
 		return ErrReaderClosed
 	}
 
-	files := map[string]*File{}
-	openErr := map[string]error{}
-	for _, rg := range rs {
-		if _, ok := files[rg.Path]; ok {
-			continue
-		}
-		if _, ok := openErr[rg.Path]; ok {
-			continue
-		}
-		f, err := r.e.Open(rg.Path)
-		if err != nil {
-			openErr[rg.Path] = err
-			continue
-		}
-		files[rg.Path] = f
-	}
+	files, openErr := r.openFiles(rs)
 	defer func() {
 		for _, f := range files {
 			r.e.CloseFile(f)
@@ -285,8 +270,42 @@ func (r *RangeReader) ReadBatch(ctx context.Context, rs []Range, fn func(i int, 
 			report(i, nil, err)
 		}
 	}
+	readAtEach(rs, big, files, report)
+	wg.Wait()
+	if n := pending.Load(); n != 0 {
+		// Next failed (engine closed under us): nothing more will come.
+		return fmt.Errorf("engine: %d reads lost: %w", n, ErrClosed)
+	}
+	return ctx.Err()
+}
+
+// openFiles opens each distinct path of rs once; a path that fails to
+// open is in openErr instead.
+func (r *RangeReader) openFiles(rs []Range) (files map[string]*File, openErr map[string]error) {
+	files, openErr = map[string]*File{}, map[string]error{}
+	for _, rg := range rs {
+		if _, ok := files[rg.Path]; ok {
+			continue
+		}
+		if _, ok := openErr[rg.Path]; ok {
+			continue
+		}
+		f, err := r.e.Open(rg.Path)
+		if err != nil {
+			openErr[rg.Path] = err
+			continue
+		}
+		files[rg.Path] = f
+	}
+	return files, openErr
+}
+
+// readAtEach reads the ranges rs[i] for i in idx (longer than a slot
+// holds) with File.ReadAt, one at a time into one buffer, and reports
+// each.
+func readAtEach(rs []Range, idx []int, files map[string]*File, report func(int, []byte, error)) {
 	var buf []byte
-	for _, i := range big {
+	for _, i := range idx {
 		rg := rs[i]
 		if cap(buf) < rg.Len {
 			buf = make([]byte, rg.Len)
@@ -301,12 +320,6 @@ func (r *RangeReader) ReadBatch(ctx context.Context, rs []Range, fn func(i int, 
 			report(i, buf[:n], nil)
 		}
 	}
-	wg.Wait()
-	if n := pending.Load(); n != 0 {
-		// Next failed (engine closed under us): nothing more will come.
-		return fmt.Errorf("engine: %d reads lost: %w", n, ErrClosed)
-	}
-	return ctx.Err()
 }
 
 // PreadReader is a BatchReader over synchronous buffered reads

@@ -161,36 +161,7 @@ func (w *worker) loop() {
 		if stopping && w.inKernel == 0 && w.pqLen == 0 && w.mboxN.Load() == 0 {
 			return
 		}
-		minComplete := uint32(max(1, min(waitFor, w.inKernel)))
-		w.waiting.Store(1)
-		if w.mboxN.Load() > 0 || (stopping && w.inKernel == 0) || (w.pqLen > 0 && w.inKernel < depth) {
-			minComplete = 0
-			w.waiting.Store(0)
-		}
-		var t0 int64
-		if minComplete > 0 {
-			t0 = nanotime()
-		}
-		var err error
-		if minComplete > 0 && w.holdP && w.inKernel > 0 {
-			// Held first; if it ran out with nothing to reap, as usual.
-			if err = w.enterHeld(minComplete); err == nil && r.Ready() == 0 {
-				w.st.expired.Add(1)
-				err = w.enter(minComplete)
-			}
-		} else {
-			err = w.enter(minComplete)
-		}
-		w.waiting.Store(0)
-		w.st.enters.Add(1)
-		if minComplete > 0 {
-			d := nanotime() - t0
-			ch.waited(d)
-			w.st.waitNs.Add(d)
-			w.st.waits.Add(1)
-			w.st.inKernel.Add(uint64(w.inKernel))
-			w.st.queued.Add(uint64(w.pqLen))
-		}
+		err := w.enterAndWait(waitFor, depth, stopping, &ch)
 		if enterFailed(err) {
 			w.enterError(err)
 			if w.broken != nil {
@@ -205,22 +176,7 @@ func (w *worker) loop() {
 		if adaptive {
 			batch = ch.reaped(n)
 		}
-		for _, c := range cqes[:n] {
-			if c.UserData == efdUserData {
-				w.efdArmed = false
-				continue
-			}
-			s := &w.slots[c.UserData]
-			s.inRing = false
-			w.inKernel--
-			w.st.reaped.Add(1)
-			if s.advance(w.e.fault(s, int(c.Res))) {
-				s.complete()
-				w.done = append(w.done, s)
-			} else {
-				w.pqPushFront(s.idx) // short read: the rest goes first
-			}
-		}
+		w.takeCQEs(cqes[:n])
 		// Refill the ring before running handlers: they may take a while
 		// (decoding), and the device should not idle meanwhile. Chunks of
 		// batch reach the device sooner than one long plug.
@@ -240,6 +196,68 @@ func (w *worker) loop() {
 			// before entering again: 2 ms doubling, 254 ms in all before
 			// the worker gives up.
 			time.Sleep(time.Millisecond << w.enterErrs)
+		}
+	}
+}
+
+// enterAndWait makes the cycle's io_uring_enter: it submits what fill
+// prepared and waits for at least one completion (waitFor, or what is in
+// the kernel), or does not wait while requests are queued with room in
+// the ring, mail is waiting or the worker is stopping with nothing in
+// flight. A wait is held first (Options.WaitHoldsP) where the worker has
+// reads in the kernel. Waits feed the chunker and the statistics.
+func (w *worker) enterAndWait(waitFor, depth int, stopping bool, ch *chunker) error {
+	minComplete := uint32(max(1, min(waitFor, w.inKernel)))
+	w.waiting.Store(1)
+	if w.mboxN.Load() > 0 || (stopping && w.inKernel == 0) || (w.pqLen > 0 && w.inKernel < depth) {
+		minComplete = 0
+		w.waiting.Store(0)
+	}
+	var t0 int64
+	if minComplete > 0 {
+		t0 = nanotime()
+	}
+	var err error
+	if minComplete > 0 && w.holdP && w.inKernel > 0 {
+		// Held first; if it ran out with nothing to reap, as usual.
+		if err = w.enterHeld(minComplete); err == nil && w.r.Ready() == 0 {
+			w.st.expired.Add(1)
+			err = w.enter(minComplete)
+		}
+	} else {
+		err = w.enter(minComplete)
+	}
+	w.waiting.Store(0)
+	w.st.enters.Add(1)
+	if minComplete > 0 {
+		d := nanotime() - t0
+		ch.waited(d)
+		w.st.waitNs.Add(d)
+		w.st.waits.Add(1)
+		w.st.inKernel.Add(uint64(w.inKernel))
+		w.st.queued.Add(uint64(w.pqLen))
+	}
+	return err
+}
+
+// takeCQEs takes the reaped CQEs: the eventfd's re-arms its read, a slot
+// whose read is done moves to w.done, and a short read queues its rest
+// first.
+func (w *worker) takeCQEs(cqes []ring.CQE) {
+	for _, c := range cqes {
+		if c.UserData == efdUserData {
+			w.efdArmed = false
+			continue
+		}
+		s := &w.slots[c.UserData]
+		s.inRing = false
+		w.inKernel--
+		w.st.reaped.Add(1)
+		if s.advance(w.e.fault(s, int(c.Res))) {
+			s.complete()
+			w.done = append(w.done, s)
+		} else {
+			w.pqPushFront(s.idx) // short read: the rest goes first
 		}
 	}
 }
