@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // tokenRows makes n rows of token ids: Zipf over a GPT-2 sized vocabulary,
@@ -71,18 +72,7 @@ func writeParquet(t testing.TB, arr arrow.Array, o genOpts) []byte {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "col", Type: arr.DataType(), Nullable: true}}, nil)
 	rec := array.NewRecordBatch(sc, []arrow.Array{arr}, int64(arr.Len()))
 	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return pqtest.Bytes(t, props, rec)
 }
 
 // memFile is a parquet file in memory, opened with arrow-go.

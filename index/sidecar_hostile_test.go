@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // buildSCWithin is buildSC with a deadline: a Build that hangs fails the
@@ -239,20 +240,7 @@ func writeIDFile(t *testing.T, path string, optional bool, lead int) {
 	for _, a := range arrs {
 		a.Release()
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(sc, f, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(true)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, path, parquet.NewWriterProperties(parquet.WithPageIndexEnabled(true)), rec)
 }
 
 // TestMixedDeclarations: each file's chunks carry its own descriptor, from

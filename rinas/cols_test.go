@@ -20,6 +20,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // Multi-column datasets, generated once per test binary: "idx" has V2
@@ -425,22 +426,9 @@ func TestMultiColumnRowCountMismatch(t *testing.T) {
 	}
 	rec := bld.NewRecordBatch()
 	bld.Release()
-	f, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(false), parquet.WithStats(false))
-	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, p, props, rec)
 	rec.Release()
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// ColumnMetaData.codec (field 4, i32 0) then num_values (field 5,
 	// i64): zigzag varint of 1000 is d0 0f; make column b's 999 (ce 0f).
 	b, _ := os.ReadFile(p)
@@ -454,7 +442,7 @@ func TestMultiColumnRowCountMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := multiConfig([]string{p}, "a", "b")
-	_, err = Open(context.Background(), cfg)
+	_, err := Open(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "row counts differ") {
 		t.Fatalf("Open: %v, want an error naming %s and the row counts", err, p)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // writeBigDicts writes a string column whose every row group has a
@@ -34,22 +33,9 @@ func writeBigDicts(t *testing.T, path string, rowGroups, dictBytes int) {
 	sc := arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String}}, nil)
 	rec := array.NewRecordBatch(sc, []arrow.Array{a}, int64(a.Len()))
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithDictionaryDefault(true), parquet.WithDictionaryPageSizeLimit(64<<20),
 		parquet.WithMaxRowGroupLength(int64(per)), parquet.WithDataPageSize(64<<10), parquet.WithCompression(compress.Codecs.Uncompressed))
-	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, path, props, rec)
 }
 
 // TestDictionariesCountAgainstMemoryLimit: cached dictionaries live in

@@ -2,7 +2,6 @@ package rinas
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // writeTokenFile writes docs as one list column "toks" of element type dt
@@ -43,22 +42,9 @@ func writeTokenFile(t *testing.T, dt arrow.DataType, docs [][]int64) string {
 	rec := array.NewRecordBatch(sc, []arrow.Array{la}, int64(la.Len()))
 	defer rec.Release()
 	path := filepath.Join(t.TempDir(), "toks.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(parquet.DataPageV2), parquet.WithDataPageSize(256),
 		parquet.WithCompression(compress.Codecs.Snappy), parquet.WithPageIndexEnabled(true), parquet.WithMaxRowGroupLength(40))
-	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, path, props, rec)
 	return path
 }
 

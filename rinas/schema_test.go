@@ -3,7 +3,6 @@ package rinas
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // mixedFile is how one file of a mixed dataset declares and writes its
@@ -94,20 +94,7 @@ func writeMixed(t *testing.T, dir string, seed int, f mixedFile) string {
 		parquet.WithPageIndexEnabled(true),
 	)
 	path := filepath.Join(dir, f.name+".parquet")
-	out, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := pqarrow.NewFileWriter(sc, out, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, path, props, rec)
 	return path
 }
 
@@ -289,20 +276,7 @@ func TestMixedSchemasThatCannotBeDeliveredTogether(t *testing.T) {
 		rec := b.NewRecord()
 		defer rec.Release()
 		path := filepath.Join(dir, name+".parquet")
-		out, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := pqarrow.NewFileWriter(sc, out, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
+		pqtest.WriteRecords(t, path, parquet.NewWriterProperties(), rec)
 		return path
 	}
 	int32ID := write("int32id", arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int32}}, nil), func(b *array.RecordBuilder) {

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // writeCatFixture writes a file with a list<int32> column whose rows cross
@@ -63,23 +63,10 @@ func writeCatFixture(t *testing.T) (path string, tokens, names []string) {
 	rec := array.NewRecordBatch(sc, []arrow.Array{la, sa}, int64(la.Len()))
 	defer rec.Release()
 	path = filepath.Join(t.TempDir(), "fixture.parquet")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(parquet.DataPageV1),
 		parquet.WithDataPageSize(512), parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithDictionaryDefault(false), parquet.WithMaxRowGroupLength(4))
-	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, path, props, rec)
 	return path, tokens, names
 }
 
@@ -184,22 +171,9 @@ func writeIDs(t *testing.T, path string, base int64, optional, dict bool, versio
 	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: optional}}, nil)
 	rec := array.NewRecordBatch(sc, []arrow.Array{a}, int64(a.Len()))
 	defer rec.Release()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	props := parquet.NewWriterProperties(parquet.WithDataPageVersion(version), parquet.WithDataPageSize(256),
 		parquet.WithDictionaryDefault(dict), parquet.WithMaxRowGroupLength(250))
-	w, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	pqtest.WriteRecords(t, path, props, rec)
 	return want
 }
 
