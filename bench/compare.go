@@ -122,8 +122,10 @@ type CompareConfig struct {
 	HugeTLBFree int64
 	Stderr      io.Writer // progress lines; default discard
 	// Exec runs bin with args and returns its stdout; default os/exec, with
-	// the last line of stderr in the error.
+	// the last line of stderr in the error, and each run's whole-command
+	// CPU measured (Metrics.CmdCPUPerIO; not measured with an Exec given).
 	Exec func(ctx context.Context, bin string, args []string) ([]byte, error)
+	run  func(ctx context.Context, bin string, args []string) ([]byte, time.Duration, error)
 }
 
 func (c *CompareConfig) fill() error {
@@ -170,7 +172,13 @@ func (c *CompareConfig) fill() error {
 		c.Stderr = io.Discard
 	}
 	if c.Exec == nil {
-		c.Exec = execOutput
+		c.run = execCPU
+	} else {
+		run := c.Exec
+		c.run = func(ctx context.Context, bin string, args []string) ([]byte, time.Duration, error) {
+			out, err := run(ctx, bin, args)
+			return out, 0, err
+		}
 	}
 	if c.Pairs < 1 || c.Runtime < time.Second || c.FileSize < 1<<20 || c.BestBatch < 1 {
 		return fmt.Errorf("%w: compare wants pairs ≥ 1, runtime ≥ 1s, size ≥ 1m, best batch ≥ 1", ErrBadOption)
@@ -178,16 +186,28 @@ func (c *CompareConfig) fill() error {
 	return nil
 }
 
-func execOutput(ctx context.Context, bin string, args []string) ([]byte, error) {
+// execCPU runs bin as execOutput does and also returns the CPU time (user
+// and system) the command used in all, as wait4 reports it: the process
+// with every thread and every child it waited for (fio's job processes,
+// pagebench's runtime threads), so that both tools are counted the same
+// way whatever each reports of itself.
+func execCPU(ctx context.Context, bin string, args []string) ([]byte, time.Duration, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-		return out, fmt.Errorf("%s: %v: %s", filepath.Base(bin), err, lines[len(lines)-1])
+		return out, 0, fmt.Errorf("%s: %v: %s", filepath.Base(bin), err, lines[len(lines)-1])
 	}
-	return out, nil
+	return out, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// execOutput runs bin with args and returns its stdout, with the last
+// line of stderr in the error.
+func execOutput(ctx context.Context, bin string, args []string) ([]byte, error) {
+	out, _, err := execCPU(ctx, bin, args)
+	return out, err
 }
 
 // Metrics are the figures compared, from one run's JSON (all jobs summed;
@@ -195,8 +215,13 @@ func execOutput(ctx context.Context, bin string, args []string) ([]byte, error) 
 type Metrics struct {
 	IOPS     float64
 	BWBytes  float64 // bytes/s
-	CPUPerIO float64 // seconds of CPU (usr+sys) per I/O
-	P99Clat  float64 // ns
+	CPUPerIO float64 // seconds of CPU (usr+sys) per I/O, as the tool reports its jobs' CPU
+	// CmdCPUPerIO is seconds of CPU per I/O of the whole command (every
+	// process and thread of the run, start-up included), measured by
+	// CompareFio the same way for both tools; 0 not measured.
+	CmdCPUPerIO float64
+	P99Clat     float64 // ns
+	IOs         float64 // reads in all
 }
 
 // MetricsOf extracts Metrics from a fio or pagebench JSON document.
@@ -216,6 +241,7 @@ func MetricsOf(out *FioOutput) (Metrics, error) {
 		return Metrics{}, errors.New("no I/O in JSON")
 	}
 	m.CPUPerIO = cpu / ios
+	m.IOs = ios
 	m.P99Clat = float64(out.Jobs[0].Read.ClatNs.Percentile[PercentileKey(99)])
 	return m, nil
 }
@@ -304,7 +330,7 @@ func CompareFio(ctx context.Context, cfg CompareConfig) (*CompareReport, error) 
 						return rep, ctx.Err()
 					}
 					fmt.Fprintf(cfg.Stderr, "compare: %s, %s: pair %d/%d: %s\n", c.Name, rows[mi].Mode, p+1, cfg.Pairs, name)
-					m, err := runSide(ctx, cfg.Exec, bin, args[mi])
+					m, err := runSide(ctx, cfg.run, bin, args[mi])
 					switch {
 					case err != nil && isFio:
 						rows[mi].FioErr = err
@@ -334,8 +360,8 @@ func CompareFio(ctx context.Context, cfg CompareConfig) (*CompareReport, error) 
 	return rep, nil
 }
 
-func runSide(ctx context.Context, run func(context.Context, string, []string) ([]byte, error), bin string, args []string) (Metrics, error) {
-	out, err := run(ctx, bin, args)
+func runSide(ctx context.Context, run func(context.Context, string, []string) ([]byte, time.Duration, error), bin string, args []string) (Metrics, error) {
+	out, cpu, err := run(ctx, bin, args)
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -346,6 +372,9 @@ func runSide(ctx context.Context, run func(context.Context, string, []string) ([
 	m, err := MetricsOf(doc)
 	if err != nil {
 		return Metrics{}, fmt.Errorf("%s: %v", filepath.Base(bin), err)
+	}
+	if cpu > 0 {
+		m.CmdCPUPerIO = cpu.Seconds() / m.IOs
 	}
 	return m, nil
 }
@@ -382,10 +411,12 @@ func medians(ms []Metrics) Metrics {
 		return median(xs)
 	}
 	return Metrics{
-		IOPS:     col(func(m Metrics) float64 { return m.IOPS }),
-		BWBytes:  col(func(m Metrics) float64 { return m.BWBytes }),
-		CPUPerIO: col(func(m Metrics) float64 { return m.CPUPerIO }),
-		P99Clat:  col(func(m Metrics) float64 { return m.P99Clat }),
+		IOPS:        col(func(m Metrics) float64 { return m.IOPS }),
+		BWBytes:     col(func(m Metrics) float64 { return m.BWBytes }),
+		CPUPerIO:    col(func(m Metrics) float64 { return m.CPUPerIO }),
+		CmdCPUPerIO: col(func(m Metrics) float64 { return m.CmdCPUPerIO }),
+		P99Clat:     col(func(m Metrics) float64 { return m.P99Clat }),
+		IOs:         col(func(m Metrics) float64 { return m.IOs }),
 	}
 }
 
@@ -397,6 +428,7 @@ func (r *CompareReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "pagebench vs fio: medians of %d alternating pairs, %s each, %s file, O_DIRECT\n",
 		r.Pairs, r.Runtime, fmtBytes(float64(r.FileSize), true))
 	fmt.Fprintf(&b, "defaults: both tools at their own defaults; best: both given the same flags\n")
+	fmt.Fprintf(&b, "CPU/IO: as each tool reports it (fio its job processes, pagebench its whole process); whole command: every process and thread of the run, measured alike\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "case\tmode\tmetric\tfio\tpagebench\tratio pb/fio")
 	for _, row := range r.Rows {
@@ -408,9 +440,13 @@ func (r *CompareReport) WriteTable(w io.Writer) error {
 			{"IOPS", row.Fio.IOPS, row.Pagebench.IOPS, fmtNum},
 			{"BW", row.Fio.BWBytes, row.Pagebench.BWBytes, func(v float64) string { return fmtBytes(v, true) + "/s" }},
 			{"CPU/IO (lower better)", row.Fio.CPUPerIO, row.Pagebench.CPUPerIO, func(v float64) string { return fmtDur(v * 1e9) }},
+			{"CPU/IO, whole command (lower better)", row.Fio.CmdCPUPerIO, row.Pagebench.CmdCPUPerIO, func(v float64) string { return fmtDur(v * 1e9) }},
 			{"p99 clat (lower better)", row.Fio.P99Clat, row.Pagebench.P99Clat, fmtDur},
 		}
 		for i, l := range lines {
+			if l.fio == 0 && l.pb == 0 && strings.Contains(l.name, "whole command") {
+				continue // not measured (an Exec given)
+			}
 			name, mode := "", ""
 			if i == 0 {
 				name, mode = row.Case, row.Mode

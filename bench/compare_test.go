@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -176,5 +178,51 @@ func TestMedian(t *testing.T) {
 	}
 	if !math.IsNaN(median(nil)) {
 		t.Error("median of nothing is not NaN")
+	}
+}
+
+// TestExecCPUCountsChildren: the whole-command CPU includes the children
+// a command waits for (fio runs its jobs in child processes), so a busy
+// loop in a subshell counts as much as the same loop in the shell itself.
+func TestExecCPUCountsChildren(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	const loop = `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`
+	_, self, err := execCPU(context.Background(), sh, []string{"-c", loop})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, child, err := execCPU(context.Background(), sh, []string{"-c", "(" + loop + "); true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self <= 0 || child < self*3/10 {
+		t.Fatalf("the loop in the shell took %v of CPU, in a child %v: the child's CPU is not counted", self, child)
+	}
+	t.Logf("CPU: in the shell %v, in a child %v", self, child)
+}
+
+// TestCompareTableWholeCommandCPU: the whole-command CPU line appears, with
+// its ratio, where both sides measured it, and not otherwise.
+func TestCompareTableWholeCommandCPU(t *testing.T) {
+	row := CompareRow{Case: "4k", Mode: ModeDefaults, PairRatio: 1,
+		Fio:       Metrics{IOPS: 100, BWBytes: 4096e2, CPUPerIO: 4e-6, CmdCPUPerIO: 8e-6, P99Clat: 1e6},
+		Pagebench: Metrics{IOPS: 100, BWBytes: 4096e2, CPUPerIO: 5e-6, CmdCPUPerIO: 4e-6, P99Clat: 1e6}}
+	var b bytes.Buffer
+	if err := (&CompareReport{Pairs: 1, Runtime: time.Second, FileSize: 1 << 20, Rows: []CompareRow{row}}).WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`CPU/IO, whole command \(lower better\) +8(\.0+)?us +4(\.0+)?us +0\.50`).MatchString(b.String()) {
+		t.Fatalf("no whole-command line with ratio 0.50:\n%s", b.String())
+	}
+	row.Fio.CmdCPUPerIO, row.Pagebench.CmdCPUPerIO = 0, 0
+	b.Reset()
+	if err := (&CompareReport{Pairs: 1, Runtime: time.Second, FileSize: 1 << 20, Rows: []CompareRow{row}}).WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "whole command (lower") {
+		t.Fatalf("whole-command line without measurements:\n%s", b.String())
 	}
 }

@@ -157,7 +157,9 @@ fsinfo=$(df -T "$PWD" 2>/dev/null | awk 'NR == 2 { print $2 " on " $1 }')
 	echo "Raw rows (\`pagebench --compare-fio\`): \"defaults\" runs each tool at its"
 	echo "own defaults (they differ: fio submits one read per \`io_uring_enter\`,"
 	echo "pagebench adapts its submission chunk); \"best\" gives both the same flags${best:+: \`$best\`}."
-	echo "CPU per I/O is lower-better, so a ratio below 1 favours pagebench there. Loader"
+	echo "CPU per I/O is lower-better, so a ratio below 1 favours pagebench there: \"CPU/IO\" is"
+	echo "what each tool reports (fio its job processes, pagebench its whole process),"
+	echo "\"whole command\" every process and thread of each run, measured alike. Loader"
 	echo "rows: the first case is pagefeed's page shuffle with unordered fetch;"
 	echo "the ratio is its rows/s over the baseline's."
 } >"$OUT"
@@ -174,12 +176,13 @@ if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.
 		echo "| --- | --- | --- | --- |"
 		awk -F' [|] ' '
 			/^[|] raw / && !/median of pairs/ {
-				split(substr($1, 7), a, ", ")   # "4k randread io_uring qd64" and "defaults: IOPS"
-				split(a[2], b, ": ")
-				key = a[1] " | " b[2]
+				w = substr($1, 7)   # "4k randread io_uring qd64, defaults: IOPS"
+				i = index(w, ", "); job = substr(w, 1, i - 1); w = substr(w, i + 2)
+				i = index(w, ": "); mode = substr(w, 1, i - 1); metric = substr(w, i + 2)
+				key = job " | " metric
 				if (!(key in seen)) { seen[key] = 1; order[++n] = key }
 				r = $4; sub(/ [|]$/, "", r)
-				v[key, b[1]] = r
+				v[key, mode] = r
 			}
 			END {
 				for (i = 1; i <= n; i++) {
@@ -188,7 +191,7 @@ if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.
 				}
 			}' "$rows"
 		echo
-		echo "${best:+Best flags, given to both: \`$best\`. }CPU per I/O is lower-better. Whole table: [docs/results.md](docs/results.md)."
+		echo "${best:+Best flags, given to both: \`$best\`. }CPU per I/O is lower-better; \"whole command\" counts every process and thread of each run alike, the other line what each tool reports of itself. Whole table: [docs/results.md](docs/results.md)."
 	} >"$quote"
 	if grep -q '^| raw ' "$rows"; then
 		awk -v q="$quote" '
