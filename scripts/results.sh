@@ -175,7 +175,7 @@ if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.
 		echo "| job | metric | both at their defaults | both with fio's best flags |"
 		echo "| --- | --- | --- | --- |"
 		awk -F' [|] ' '
-			/^[|] raw / && !/median of pairs/ {
+			/^[|] raw / {
 				w = substr($1, 7)   # "4k randread io_uring qd64, defaults: IOPS"
 				i = index(w, ", "); job = substr(w, 1, i - 1); w = substr(w, i + 2)
 				i = index(w, ": "); mode = substr(w, 1, i - 1); metric = substr(w, i + 2)
