@@ -45,6 +45,8 @@ def reshard(states, new_world):
     return _lib.reshard(states, new_world)
 
 
+_I4, _I8, _BOOL = np.dtype("<i4"), np.dtype("<i8"), np.dtype("?")
+
 class Batch:
     """One batch from a Loader.
 
@@ -70,7 +72,7 @@ class Batch:
     the last of them is garbage.
     """
 
-    __slots__ = ("_desc", "_handle", "_rows", "_epoch", "_views", "_want", "_done", "_names", "_pid", "__weakref__")
+    __slots__ = ("_desc", "_handle", "_rows", "_epoch", "_views", "_want", "_done", "_names", "_forks", "__weakref__")
 
     def __init__(self, desc):
         self._desc = desc  # C memory, freed by the release: read only through _live()
@@ -80,7 +82,7 @@ class Batch:
         self._want = False
         self._done = False
         self._names = None
-        self._pid = os.getpid()
+        self._forks = _lib._forks  # released only in the process that took it
 
     # Views ------------------------------------------------------------
 
@@ -105,23 +107,32 @@ class Batch:
     def _tokens(self, readonly):
         d = self._live()
         if d.tokens:
-            return _arrays.view(self._owner(), d.tokens, (d.tok_rows, d.seq_len), "<i4", readonly)
+            return _arrays.view(self._owner(), d.tokens, (d.tok_rows, d.seq_len), _I4, readonly)
         if d.tokens64:
-            return _arrays.view(self._owner(), d.tokens64, (d.tok_rows, d.seq_len), "<i8", readonly)
+            return _arrays.view(self._owner(), d.tokens64, (d.tok_rows, d.seq_len), _I8, readonly)
         return None
 
     def _extra(self, name, readonly):
         """The view of one of the descriptor's per-token arrays, or None
         when the loader was not asked for it."""
+        return self._extras(readonly, (name,)).get(name)
+
+    def _extras(self, readonly, names=("position_ids", "loss_mask", "cu_seqlens")):
+        """name -> view of each of the descriptor's per-token arrays the
+        loader was asked for, among names."""
         d = self._live()
-        addr = getattr(d, name)
-        if not addr:
-            return None
-        if name == "cu_seqlens":
-            return _arrays.view(self._owner(), addr, (d.n_cu,), "<i4", readonly)
-        # loss_mask's bytes are 0 or 1, so a bool view of them is exact
-        return _arrays.view(self._owner(), addr, (d.tok_rows, d.seq_len), "?" if name == "loss_mask" else "<i4",
-                            readonly)
+        out = {}
+        for name in names:
+            addr = getattr(d, name)
+            if not addr:
+                continue
+            if name == "cu_seqlens":
+                out[name] = _arrays.view(self._owner(), addr, (d.n_cu,), _I4, readonly)
+            else:
+                # loss_mask's bytes are 0 or 1, so a bool view of them is exact
+                out[name] = _arrays.view(self._owner(), addr, (d.tok_rows, d.seq_len),
+                                         _BOOL if name == "loss_mask" else _I4, readonly)
+        return out
 
     @property
     def tokens(self):
@@ -214,7 +225,7 @@ class Batch:
         if self._done:
             return
         self._done = True
-        if self._pid == os.getpid():
+        if self._forks == _lib._forks:
             _lib.check(_lib.lib().pf_batch_release(self._handle))
 
     def __enter__(self):

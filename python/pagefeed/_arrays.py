@@ -28,12 +28,20 @@ class _View:
                                     "data": (addr, readonly)}
 
 
+_typestr = {}  # dtype -> its array-interface typestr (dtype.str is not free)
+
+
 def view(owner, addr, shape, dtype, readonly=True):
     """A numpy array over memory at addr, alive while owner is."""
-    dtype = np.dtype(dtype)
+    typestr = _typestr.get(dtype)
+    if typestr is None:
+        dtype = np.dtype(dtype)
+        typestr = _typestr.setdefault(dtype, dtype.str)
+    elif not isinstance(dtype, np.dtype):
+        dtype = np.dtype(dtype)
     if not addr or 0 in shape:
         return np.empty(shape, dtype)
-    a = np.asarray(_View(owner, addr, shape, dtype.str, readonly))
+    a = np.asarray(_View(owner, addr, shape, typestr, readonly))
     if dtype.names is None and a.dtype != dtype:
         a = a.view(dtype)
     return a

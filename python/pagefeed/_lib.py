@@ -16,6 +16,20 @@ from . import errors
 _lock = threading.Lock()
 _lib = None
 _pid = None
+# _forks counts the os.fork()s (multiprocessing, DataLoader workers) this
+# process is the child of since the import: per-batch checks compare it
+# instead of calling getpid(), a system call. _lib_forks is its value when
+# the library was loaded.
+_forks = 0
+_lib_forks = 0
+
+
+def _after_fork_in_child():
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class ArrowSchema(ctypes.Structure):
@@ -89,15 +103,15 @@ def library_path():
 
 def loaded_here():
     """Whether this process has loaded the library (its Go runtime runs)."""
-    return _lib is not None and _pid == os.getpid()
+    return _lib is not None and _lib_forks == _forks
 
 
 def lib():
     """The library, loaded on first use; raises ForkError in a process
     forked after its parent loaded it."""
-    global _lib, _pid
+    global _lib, _pid, _lib_forks
     if _lib is not None:
-        if _pid != os.getpid():
+        if _lib_forks != _forks:
             raise errors.ForkError(
                 "pagefeed: the library was loaded in process %d, and this process (%d) is a fork of it: "
                 "the Go runtime does not survive fork(). Construct and iterate the Loader (or "
@@ -133,7 +147,7 @@ def lib():
             if l.pf_abi_version() != ABI:
                 raise ImportError("pagefeed: %s has ABI %d, this package speaks %d; rebuild it with `make python`"
                                   % (path, l.pf_abi_version(), ABI))
-            _pid = os.getpid()
+            _pid, _lib_forks = os.getpid(), _forks
             _lib = l
     return _lib
 

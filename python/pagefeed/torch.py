@@ -57,10 +57,8 @@ def _tensors(batch):
     t = batch._tokens(False)
     if t is not None:
         out["tokens"] = torch.from_numpy(t)
-        for name in ("position_ids", "loss_mask", "cu_seqlens"):
-            a = batch._extra(name, False)
-            if a is not None:
-                out[name] = torch.from_numpy(a)
+        for name, a in batch._extras(False).items():
+            out[name] = torch.from_numpy(a)
         return out
     for name, a in batch._columns(False).items():
         if isinstance(a, ListArray):

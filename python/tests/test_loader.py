@@ -272,6 +272,29 @@ def test_fork_after_load_is_refused(corpus):
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def test_batch_released_in_a_fork_is_left_alone(corpus):
+    """A batch taken before a fork is the parent's: releasing it in the
+    child (explicitly or as garbage) neither calls the library, which has
+    no runtime there, nor frees the parent's buffer."""
+    with pagefeed.Loader(corpus, columns=["id"], batch_rows=10) as l:
+        b = next(l)
+        want = b.columns["id"].tolist()
+        pid = os.fork()
+        if pid == 0:
+            code = 3
+            try:
+                b.release()
+                del b
+                code = 0
+            except BaseException:
+                code = 4
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert b.columns["id"].tolist() == want  # still the parent's, unreleased
+        b.release()
+
+
 def test_state_is_json(corpus):
     with pagefeed.Loader(corpus, columns=["id"], batch_rows=10) as l:
         next(l)
