@@ -619,10 +619,16 @@ func (w *worker) handle(c *engine.Completion) {
 			w.lastNs = now
 			w.finish()
 		} else {
+			// As fio splits it: slat from the read's creation to its
+			// hand-off to the kernel (time queued in the engine
+			// included), clat from there to now, when the completion is
+			// taken in; lat the sum.
 			lat := now - int64(c.Tag)
 			clat := lat
-			if c.DoneNs > 0 && c.SubmitNs > 0 && c.DoneNs >= c.SubmitNs {
-				clat = c.DoneNs - c.SubmitNs
+			if c.SubmitNs > 0 {
+				if d := engine.Now() - c.SubmitNs; d >= 0 && d <= lat {
+					clat = d
+				}
 			}
 			if w.complete(now, path, c.Off, c.Data, clat, max(lat-clat, 0), lat) {
 				w.finish()

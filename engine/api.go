@@ -63,7 +63,7 @@ type Options struct {
 	Direct        Tristate                         // O_DIRECT; default TryOn (buffered fallback per file, said once)
 	FixedBuffers  Tristate                         // register slots as fixed buffers (READ_FIXED); default TryOn
 	RegisterFiles bool                             // register file descriptors with the ring
-	Timestamps    bool                             // fill Completion.SubmitNs and DoneNs (monotonic ns)
+	Timestamps    bool                             // fill Completion.SubmitNs and DoneNs (kernel hand-off and completion)
 	Logf          func(format string, args ...any) // notices; default: stderr, each once
 	// Faults, when set, rewrites every read attempt's result before the
 	// engine acts on it: fault injection for tests and soak runs (see
@@ -172,8 +172,14 @@ type Completion struct {
 	DeviceBytes int
 	Err         error // nil or *Error
 	Worker      int
-	SubmitNs    int64 // with Options.Timestamps
-	DoneNs      int64
+	// SubmitNs and DoneNs (Options.Timestamps; ns since the engine's
+	// epoch) are when the read was handed to the kernel (its SQE filled
+	// for the io_uring_enter that submits it, or its pread begun; the
+	// first part of a short read) and when its last part completed: time
+	// queued in the engine before SubmitNs is not in DoneNs-SubmitNs, as
+	// fio's slat and clat split it.
+	SubmitNs int64
+	DoneNs   int64
 
 	s *slot // the slot this completion lives in; set once
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1194,6 +1196,67 @@ func TestRingFlagsUnsupported(t *testing.T) {
 			if !errors.Is(err, ring.ErrUnsupportedFlags) {
 				t.Errorf("New(%v, RingFlags %s) = %v, want ring.ErrUnsupportedFlags", kind, ring.FlagsString(f), err)
 			}
+		}
+	}
+}
+
+// TestBacklogFillsRingBeforeReaping: queued requests go into the ring, a
+// chunk per enter, until it is full before the worker reaps anything (as
+// fio issues what it reaped before it reaps again). Reaping between
+// chunks let the delivered slots' next reads queue behind the backlog:
+// a standing queue outside the ring, submission latency in tens of µs and
+// less depth at the device. The backlog is submitted from a handler, on
+// the worker's goroutine, so that all of it is queued when the worker
+// next fills; buffered reads of cached pages complete during the
+// submitting enter, so a reap between chunks shows as a completion before
+// a later chunk's submission.
+func TestBacklogFillsRingBeforeReaping(t *testing.T) {
+	path := writeFile(t, content(1<<20), false)
+	const depth = 8
+	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off, Timestamps: true,
+		SlotsPerWorker: depth + 1, SlotSize: 8 << 10})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Warm the page cache so that the reads complete inline.
+	buf := make([]byte, 1<<20)
+	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	for round := 0; round < 10; round++ {
+		var mu sync.Mutex
+		var sub, done []int64
+		backlog := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+			mu.Lock()
+			sub, done = append(sub, c.SubmitNs), append(done, c.DoneNs)
+			mu.Unlock()
+			c.Release()
+		}})
+		reqs := make([]Request, depth)
+		for i := range reqs {
+			reqs[i] = Request{File: f, Off: int64(i) * 8192, Len: 4096, Worker: -1}
+		}
+		var subErr error
+		trigger := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+			c.Release()
+			subErr = backlog.Submit(context.Background(), reqs) // depth free slots: does not block
+		}})
+		if err := trigger.Submit(testCtx(t), []Request{{File: f, Off: 0, Len: 4096, Worker: -1}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := trigger.Settle(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+		if err := backlog.Settle(testCtx(t)); err != nil || subErr != nil {
+			t.Fatal(err, subErr)
+		}
+		if len(sub) != depth {
+			t.Fatalf("%d completions of %d", len(sub), depth)
+		}
+		if slices.Max(sub) > slices.Min(done) {
+			t.Fatalf("round %d: a read was submitted %d ns after another completed: the worker reaped before the ring was full",
+				round, slices.Max(sub)-slices.Min(done))
 		}
 	}
 }

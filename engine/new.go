@@ -14,6 +14,11 @@ var epoch = time.Now()
 // nanotime returns monotonic nanoseconds since epoch without allocating.
 func nanotime() int64 { return int64(time.Since(epoch)) }
 
+// Now returns the clock of Completion.SubmitNs and DoneNs: monotonic
+// nanoseconds since a fixed point in this process, so that a handler can
+// time a completion against them.
+func Now() int64 { return nanotime() }
+
 // New starts an engine's workers. With Kind Auto it sets up io_uring and
 // falls back to the pread pool when the kernel refuses io_uring (ENOSYS,
 // EPERM, ENOMEM); the fallback is logged and listed in Info.Notices.

@@ -63,6 +63,7 @@ func (w *worker) preadSlot(s *slot) {
 		return
 	}
 	fd := s.c.File.fd
+	s.handed()
 	for {
 		n, err := unix.Pread(fd, s.buf[s.got:s.want], s.aoff+int64(s.got))
 		res := n

@@ -80,9 +80,6 @@ func (s *slot) setup(q *Queue, req *Request) {
 	f := req.File
 	s.q = q
 	s.c = Completion{Tag: req.Tag, File: f, Off: req.Off, Worker: s.w.id, s: s}
-	if q.e.opts.Timestamps {
-		s.c.SubmitNs = nanotime()
-	}
 	end := req.Off + int64(req.Len)
 	if end > f.size {
 		end = f.size
@@ -179,6 +176,15 @@ func (s *slot) failWith(err error) {
 	s.c.Data = nil
 	s.c.DeviceBytes = s.got
 	s.c.Err = &Error{Op: "read", Path: s.c.File.path, Off: s.c.Off, Err: err}
+}
+
+// handed marks the read handed to the kernel (Options.Timestamps: the
+// worker's stamps): the first time only, so that the rest of a short
+// read keeps the start.
+func (s *slot) handed() {
+	if s.w.stamps && s.c.SubmitNs == 0 {
+		s.c.SubmitNs = nanotime()
+	}
 }
 
 // complete hands the finished slot over: the file's read count drops and

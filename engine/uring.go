@@ -154,6 +154,22 @@ func (w *worker) loop() {
 			}
 		}
 		w.fill(depth, batch)
+		// A backlog goes out before anything is reaped, a chunk per
+		// enter, until the ring is full or nothing is queued (as fio
+		// issues what it reaped before it reaps again): reaping and
+		// delivering between chunks would put the delivered slots'
+		// next reads behind the backlog, so that a standing queue
+		// outside the ring takes depth from the device.
+		for w.pqLen > 0 && w.inKernel < depth && len(w.done) == 0 && w.broken == nil {
+			w.st.enters.Add(1)
+			if err := w.enter(0); enterFailed(err) {
+				w.enterError(err)
+				break
+			}
+			if w.fill(depth, batch) == 0 {
+				break
+			}
+		}
 		if len(w.done) > 0 {
 			w.deliver()
 			continue
@@ -454,5 +470,6 @@ func (w *worker) prep(sqe *ring.SQE, s *slot) {
 	}
 	sqe.Flags |= flags
 	s.inRing = true
+	s.handed()
 	w.inKernel++
 }

@@ -45,6 +45,7 @@ type worker struct {
 	r        *ring.Ring
 	fixed    bool
 	holdP    bool    // held waits (Options.WaitHoldsP, where the kernel can bound them)
+	stamps   bool    // Options.Timestamps
 	regFiles []*File // registered-file table of this ring, by File.regIdx
 	fdBuf    [1]int32
 	pq       []int32 // FIFO of slots waiting for an SQE (ring buffer)
@@ -109,7 +110,7 @@ func newWorker(e *Engine, id int, k Kind) (*worker, error) {
 	everyWorker(id, &e.info.HugePages, huge)
 	e.infoMu.Unlock()
 	w := &worker{
-		e: e, id: id, kind: k, mem: mem, whole: whole, efd: -1, lazy: lazy,
+		e: e, id: id, kind: k, mem: mem, whole: whole, efd: -1, lazy: lazy, stamps: o.Timestamps,
 		slots:    make([]slot, o.SlotsPerWorker),
 		free:     make(chan int32, o.SlotsPerWorker),
 		setupErr: make(chan error, 1),
