@@ -153,6 +153,7 @@ func (w *worker) loop() {
 				w.efdArmed = true
 			}
 		}
+		w.flushDepth, w.flushBatch = depth, batch
 		w.fill(depth, batch)
 		// A backlog goes out before anything is reaped, a chunk per
 		// enter, until the ring is full or nothing is queued (as fio
@@ -304,14 +305,28 @@ func (w *worker) fill(depth, batch int) int {
 }
 
 // deliver runs handlers and fills queues for the slots reaped this round.
+// A read a handler resubmits goes into the ring before the next handler
+// runs (a chunk per enter, while the ring has room), as fio issues a read
+// for each completion it takes in: waiting for the rest of the round's
+// handlers would keep it out of the device for all of them.
 func (w *worker) deliver() {
 	if len(w.done) == 0 {
 		return
 	}
 	t0 := nanotime()
+	flush := w.flushDepth > 0
 	for i, s := range w.done {
 		w.done[i] = nil
 		s.deliver()
+		if flush && w.pqLen > 0 && w.inKernel < w.flushDepth && w.broken == nil && i+1 < len(w.done) {
+			if w.fill(w.flushDepth, w.flushBatch) > 0 {
+				w.st.enters.Add(1)
+				if err := w.enter(0); enterFailed(err) {
+					w.enterError(err)
+					flush = false
+				}
+			}
+		}
 	}
 	w.done = w.done[:0]
 	w.st.deliverNs.Add(nanotime() - t0)
