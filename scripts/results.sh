@@ -181,7 +181,7 @@ if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.
 				i = index(w, ": "); mode = substr(w, 1, i - 1); metric = substr(w, i + 2)
 				key = job " | " metric
 				if (!(key in seen)) { seen[key] = 1; order[++n] = key }
-				r = $4; sub(/ [|]$/, "", r)
+				r = $NF; sub(/ *[|]$/, "", r)   # the ratio, the last column
 				v[key, mode] = r
 			}
 			END {
