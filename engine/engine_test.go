@@ -1334,3 +1334,56 @@ func TestResubmitGoesOutBeforeNextHandler(t *testing.T) {
 		t.Fatal("no handler ran after another: the test shows nothing")
 	}
 }
+
+// TestResubmitPastEOFDuringRound: a handler resubmits a read with nothing
+// to read (past the end of the file) while later completions of its round
+// wait: it completes at once when deliver puts the round's resubmissions
+// into the ring, and is delivered in the next round, not dropped.
+func TestResubmitPastEOFDuringRound(t *testing.T) {
+	path := writeFile(t, content(64<<10), false)
+	const depth = 8
+	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off,
+		SlotsPerWorker: depth, SlotSize: 8 << 10})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	var empty, first atomic.Int64
+	q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
+		if c.Tag == 1 { // the resubmitted read: nothing past EOF
+			if len(c.Data) != 0 || c.Err != nil {
+				t.Errorf("past EOF: %d bytes, %v", len(c.Data), c.Err)
+			}
+			empty.Add(1)
+			c.Release()
+			return
+		}
+		first.Add(1)
+		if err := c.Resubmit(Request{File: f, Off: 1 << 20, Len: 4096, Tag: 1, Worker: -1}); err != nil {
+			t.Error(err)
+			c.Release()
+		}
+	}})
+	for round := 0; round < 20; round++ {
+		reqs := make([]Request, depth)
+		for i := range reqs {
+			reqs[i] = Request{File: f, Off: int64(i) * 4096, Len: 4096, Worker: -1}
+		}
+		if err := q.Submit(testCtx(t), reqs); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := q.Settle(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: %v: %d reads, %d empty reads delivered", round, err, first.Load(), empty.Load())
+		}
+	}
+	if first.Load() != empty.Load() {
+		t.Fatalf("%d reads resubmitted past EOF, %d delivered", first.Load(), empty.Load())
+	}
+}

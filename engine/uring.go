@@ -315,10 +315,14 @@ func (w *worker) deliver() {
 	}
 	t0 := nanotime()
 	flush := w.flushDepth > 0
-	for i, s := range w.done {
+	// fill may append to w.done (reads with nothing to read complete at
+	// once): those stay for the next round, after the n taken here.
+	n := len(w.done)
+	for i := 0; i < n; i++ {
+		s := w.done[i]
 		w.done[i] = nil
 		s.deliver()
-		if flush && w.pqLen > 0 && w.inKernel < w.flushDepth && w.broken == nil && i+1 < len(w.done) {
+		if flush && w.pqLen > 0 && w.inKernel < w.flushDepth && w.broken == nil && i+1 < n {
 			if w.fill(w.flushDepth, w.flushBatch) > 0 {
 				w.st.enters.Add(1)
 				if err := w.enter(0); enterFailed(err) {
@@ -328,7 +332,7 @@ func (w *worker) deliver() {
 			}
 		}
 	}
-	w.done = w.done[:0]
+	w.done = append(w.done[:0], w.done[n:]...)
 	w.st.deliverNs.Add(nanotime() - t0)
 }
 
