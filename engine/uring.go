@@ -171,7 +171,8 @@ func (w *worker) loop() {
 				break
 			}
 		}
-		if len(w.done) > 0 {
+		if len(w.done) > 0 || w.broken != nil {
+			// (Broken: the next pass serves what is left as brokenLoop.)
 			w.deliver()
 			continue
 		}
