@@ -1211,19 +1211,8 @@ func TestRingFlagsUnsupported(t *testing.T) {
 // submitting enter, so a reap between chunks shows as a completion before
 // a later chunk's submission.
 func TestBacklogFillsRingBeforeReaping(t *testing.T) {
-	path := writeFile(t, content(1<<20), false)
 	const depth = 8
-	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off, Timestamps: true,
-		SlotsPerWorker: depth + 1, SlotSize: 8 << 10})
-	f, err := e.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Warm the page cache so that the reads complete inline.
-	buf := make([]byte, 1<<20)
-	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
+	e, f := cachedFileEngine(t, 1<<20, depth, depth+1)
 	for round := 0; round < 10; round++ {
 		var mu sync.Mutex
 		var sub, done []int64
@@ -1268,18 +1257,8 @@ func TestBacklogFillsRingBeforeReaping(t *testing.T) {
 // reads of cached pages complete during the enter that submits them, so
 // a round has every read of the batch.
 func TestResubmitGoesOutBeforeNextHandler(t *testing.T) {
-	path := writeFile(t, content(1<<20), false)
 	const depth = 8
-	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off, Timestamps: true,
-		SlotsPerWorker: depth, SlotSize: 8 << 10})
-	f, err := e.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 1<<20)
-	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
+	e, f := cachedFileEngine(t, 1<<20, depth, depth)
 	type span struct{ start, end int64 }
 	var handlers [depth]span // first generation, by index
 	var resub [depth]int64   // SubmitNs of each handler's resubmitted read
@@ -1340,18 +1319,8 @@ func TestResubmitGoesOutBeforeNextHandler(t *testing.T) {
 // wait: it completes at once when deliver puts the round's resubmissions
 // into the ring, and is delivered in the next round, not dropped.
 func TestResubmitPastEOFDuringRound(t *testing.T) {
-	path := writeFile(t, content(64<<10), false)
 	const depth = 8
-	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off,
-		SlotsPerWorker: depth, SlotSize: 8 << 10})
-	f, err := e.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64<<10)
-	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
+	e, f := cachedFileEngine(t, 64<<10, depth, depth)
 	var empty, first atomic.Int64
 	q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
 		if c.Tag == 1 { // the resubmitted read: nothing past EOF
@@ -1386,4 +1355,23 @@ func TestResubmitPastEOFDuringRound(t *testing.T) {
 	if first.Load() != empty.Load() {
 		t.Fatalf("%d reads resubmitted past EOF, %d delivered", first.Load(), empty.Load())
 	}
+}
+
+// cachedFileEngine returns a one-worker io_uring engine of depth reads in
+// flight, chunks of one, slots slots and timestamps, and a file of size
+// bytes opened buffered with its pages in the page cache, so that its
+// reads complete during the enter that submits them.
+func cachedFileEngine(t *testing.T, size, depth, slots int) (*Engine, *File) {
+	t.Helper()
+	path := writeFile(t, content(size), false)
+	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off, Timestamps: true,
+		SlotsPerWorker: slots, SlotSize: 8 << 10})
+	f, err := e.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ReadAt(make([]byte, size), 0); err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return e, f
 }
