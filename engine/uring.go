@@ -153,7 +153,6 @@ func (w *worker) loop() {
 				w.efdArmed = true
 			}
 		}
-		w.flushDepth, w.flushBatch = depth, batch
 		w.fill(depth, batch)
 		// A backlog goes out before anything is reaped, a chunk per
 		// enter, until the ring is full or nothing is queued (as fio
@@ -161,6 +160,8 @@ func (w *worker) loop() {
 		// delivering between chunks would put the delivered slots'
 		// next reads behind the backlog, so that a standing queue
 		// outside the ring takes depth from the device.
+		// (Unlike pushOut, it leaves the last chunk prepared for the
+		// waiting enter below: one system call fewer a pass.)
 		for w.pqLen > 0 && w.inKernel < depth && len(w.done) == 0 && w.broken == nil {
 			w.st.enters.Add(1)
 			if err := w.enter(0); enterFailed(err) {
@@ -173,7 +174,7 @@ func (w *worker) loop() {
 		}
 		if len(w.done) > 0 || w.broken != nil {
 			// (Broken: the next pass serves what is left as brokenLoop.)
-			w.deliver()
+			w.deliver(depth, batch)
 			continue
 		}
 		if stopping && w.inKernel == 0 && w.pqLen == 0 && w.mboxN.Load() == 0 {
@@ -184,7 +185,7 @@ func (w *worker) loop() {
 			w.enterError(err)
 			if w.broken != nil {
 				// Reaping now could complete a slot abandon just failed.
-				w.deliver()
+				w.deliver(depth, batch)
 				continue
 			}
 		} else if err == nil {
@@ -198,17 +199,10 @@ func (w *worker) loop() {
 		// Refill the ring before running handlers: they may take a while
 		// (decoding), and the device should not idle meanwhile. Chunks of
 		// batch reach the device sooner than one long plug.
-		for len(w.done) > 0 && w.pqLen > 0 && w.inKernel < depth && w.broken == nil {
-			if w.fill(depth, batch) == 0 {
-				break
-			}
-			w.st.enters.Add(1)
-			if err := w.enter(0); enterFailed(err) {
-				w.enterError(err)
-				break
-			}
+		if len(w.done) > 0 {
+			w.pushOut(depth, batch)
 		}
-		w.deliver()
+		w.deliver(depth, batch)
 		if w.enterErrs > 0 && w.broken == nil {
 			// Give whatever failed (memory, a dying device) time to pass
 			// before entering again: 2 ms doubling, 254 ms in all before
@@ -305,17 +299,37 @@ func (w *worker) fill(depth, batch int) int {
 	return prepped
 }
 
-// deliver runs handlers and fills queues for the slots reaped this round.
+// pushOut submits queued reads, a chunk per non-waiting enter, while the
+// ring has room; it reports false when an enter failed (enterError took
+// it). The loop's refill before handlers and deliver's submissions
+// between handlers share it.
+func (w *worker) pushOut(depth, batch int) bool {
+	for w.pqLen > 0 && w.inKernel < depth && w.broken == nil {
+		if w.fill(depth, batch) == 0 {
+			return true
+		}
+		w.st.enters.Add(1)
+		if err := w.enter(0); enterFailed(err) {
+			w.enterError(err)
+			return false
+		}
+	}
+	return true
+}
+
+// deliver runs handlers and fills queues for the slots reaped this round,
+// submitting reads between handlers into a ring of depth with chunks of
+// batch (depth 0: none, as a broken worker has no ring).
 // A read a handler resubmits goes into the ring before the next handler
 // runs (a chunk per enter, while the ring has room), as fio issues a read
 // for each completion it takes in: waiting for the rest of the round's
 // handlers would keep it out of the device for all of them.
-func (w *worker) deliver() {
+func (w *worker) deliver(depth, batch int) {
 	if len(w.done) == 0 {
 		return
 	}
 	t0 := nanotime()
-	flush := w.flushDepth > 0
+	flush := depth > 0
 	// fill may append to w.done (reads with nothing to read complete at
 	// once): those stay for the next round, after the n taken here.
 	n := len(w.done)
@@ -323,14 +337,8 @@ func (w *worker) deliver() {
 		s := w.done[i]
 		w.done[i] = nil
 		s.deliver()
-		if flush && w.pqLen > 0 && w.inKernel < w.flushDepth && w.broken == nil && i+1 < n {
-			if w.fill(w.flushDepth, w.flushBatch) > 0 {
-				w.st.enters.Add(1)
-				if err := w.enter(0); enterFailed(err) {
-					w.enterError(err)
-					flush = false
-				}
-			}
+		if flush && i+1 < n {
+			flush = w.pushOut(depth, batch)
 		}
 	}
 	w.done = append(w.done[:0], w.done[n:]...)
@@ -424,7 +432,7 @@ func (w *worker) brokenLoop() {
 			w.takeMailbox()
 		}
 		w.failQueued(w.broken)
-		w.deliver()
+		w.deliver(0, 0)
 		if w.pqLen > 0 { // a Handler resubmitted
 			continue
 		}

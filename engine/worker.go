@@ -42,22 +42,19 @@ type worker struct {
 	efd     int          // eventfd that wakes the worker; -1 if none
 
 	// Worker-goroutine state (io_uring).
-	r      *ring.Ring
-	fixed  bool
-	holdP  bool // held waits (Options.WaitHoldsP, where the kernel can bound them)
-	stamps bool // Options.Timestamps
-	// flushDepth and flushBatch are the loop's ring depth and chunk, for
-	// deliver's submissions between handlers (0: none, outside the loop).
-	flushDepth, flushBatch int
-	regFiles               []*File // registered-file table of this ring, by File.regIdx
-	fdBuf                  [1]int32
-	pq                     []int32 // FIFO of slots waiting for an SQE (ring buffer)
-	pqHead                 int
-	pqLen                  int
-	inKernel               int
-	efdArmed               bool
-	cqes                   []ring.CQE
-	done                   []*slot
+	r        *ring.Ring
+	fixed    bool
+	holdP    bool    // held waits (Options.WaitHoldsP, where the kernel can bound them)
+	stamps   bool    // Options.Timestamps
+	regFiles []*File // registered-file table of this ring, by File.regIdx
+	fdBuf    [1]int32
+	pq       []int32 // FIFO of slots waiting for an SQE (ring buffer)
+	pqHead   int
+	pqLen    int
+	inKernel int
+	efdArmed bool
+	cqes     []ring.CQE
+	done     []*slot
 
 	// pread: slot indices for the goroutine pool, and the lock that makes
 	// the pool's deliveries one at a time.
