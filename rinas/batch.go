@@ -42,10 +42,12 @@ type Batch struct {
 	Arrays []arrow.Array
 	Rows   int
 	// Pages are the global page numbers whose rows the batch holds, in
-	// delivery order (page batches; with row batches, the page of each row
-	// is in Refs).
+	// delivery order (page batches: one entry per chunk of Columns; with
+	// row batches, the page of each row is in Refs).
 	Pages []uint64
-	// Refs names each row (row batches only).
+	// Refs names each row: row batches, and page batches of the row
+	// shuffle (whose units are single rows: each chunk of Columns is
+	// then one row of the page Pages names).
 	Refs []RowRef
 	// Tokens is the packed [len(Tokens)/SeqLen, SeqLen] matrix (tokens
 	// output), in a 4096-byte-aligned, mlock'ed buffer; Fill is the share

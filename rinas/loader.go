@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
@@ -749,7 +750,15 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
-				a.Retain()
+				if u.row >= 0 {
+					// A row unit (row shuffle) delivers its one row, not
+					// the page it was read with; the other columns' arrays
+					// already hold just that row (planSides).
+					a = array.NewSlice(a, int64(u.row), int64(u.row)+1)
+					b.Refs = append(b.Refs, RowRef{Page: uint64(u.first + i), Row: uint32(u.row)})
+				} else {
+					a.Retain()
+				}
 				arrs = append(arrs, a)
 				if len(l.sides) > 0 {
 					for _, x := range u.segs[i] {
@@ -758,7 +767,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 					segs = append(segs, u.segs[i])
 				}
 				b.Pages = append(b.Pages, uint64(u.first+i))
-				b.Rows += p.Rows()
+				b.Rows += a.Len()
 			}
 		}
 		b.setColumns(l.columnsOf(arrs, segs))

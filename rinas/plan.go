@@ -488,3 +488,22 @@ func ceilSteps(t, per float64) int64 {
 // An epoch resumed from a State counts its whole length, the batches
 // delivered before the checkpoint included.
 func (l *Loader) Len() int { return int(l.ep.steps) }
+
+// EpochLen returns the number of batches Next yields for this rank in
+// epoch: Len of the epoch being read (resumed and resharded epochs
+// included), and of any other epoch as a fresh start of it plans it. Like
+// Len it is exact for page and row batches and the same on every rank
+// unless KeepUneven is set; see Len for tokens output.
+func (l *Loader) EpochLen(epoch uint64) (int, error) {
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if epoch == l.epoch {
+		return int(l.ep.steps), nil
+	}
+	_, ep, err := l.planEpoch(epoch, 0, nil)
+	if err != nil {
+		return 0, err
+	}
+	return int(ep.steps), nil
+}
