@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -173,6 +174,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	ix.stats.SidecarPath = scPath
 	if !b.hit {
 		ix.stats.Reused = b.reused
+		ix.stats.CountedPages, ix.stats.CountedBytes = b.counted.pages.Load(), b.counted.read.Load()
 	}
 	ix.stats.BuildTime = time.Since(start)
 	return ix, nil
@@ -344,7 +346,8 @@ type chunkRaw struct {
 	dataOff   int64
 	numValues int64
 	oiOff     int64
-	oiLen     int32 // 0: no offset index
+	oiLen     int32  // 0: no offset index (or one ignored: oiBad)
+	oiBad     string // why the footer's offset index location is ignored
 }
 
 // fileMeta is what the index keeps of one footer.
@@ -366,12 +369,15 @@ type chunkPages struct {
 	dictOff  int64
 	dictSize int32
 	source   Source
+	why      string // FromBadOffsetIndex: why the offset index was ignored
 }
 
 type tmpPage struct {
 	off  int64
 	size uint32
-	row  uint32
+	row  uint32 // first row within the chunk (finishRows sets it)
+	n    int64  // rows that start in the page; -1 until known
+	mid  bool   // its first levels continue a row an earlier page began
 }
 
 type builder struct {
@@ -386,6 +392,10 @@ type builder struct {
 	ncols   int
 	res     []chunkPages // per file, row group, column: flattened via base[f]
 	base    []int        // first res index of file f
+	sets    []schemaSet  // the declarations (schemaSets)
+	fileSch []int32      // per file: its declaration
+	decs    decoderPool  // for counting rows (countRows)
+	counted countStats
 }
 
 // footerTail decodes a footer from the last len(tail) bytes of a file of
@@ -566,9 +576,11 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 			}
 			if loc, ok := rg.OffsetIndexLocation(l); ok {
 				if loc.Offset < 4 || loc.Length <= 0 || loc.Offset+int64(loc.Length) > limit {
-					return fm, corrupt("footer", path, col, loc.Offset, "row group %d: offset index [%d, +%d) outside the file", r, loc.Offset, loc.Length)
+					// The pages are still there to walk.
+					c.oiBad = fmt.Sprintf("its location [%d, +%d) is outside the file's data", loc.Offset, loc.Length)
+				} else {
+					c.oiOff, c.oiLen = loc.Offset, loc.Length
 				}
-				c.oiOff, c.oiLen = loc.Offset, loc.Length
 			}
 			fm.chunks = append(fm.chunks, c)
 		}
@@ -668,7 +680,8 @@ func (b *builder) fillReused() {
 				j++
 				res.dictOff, res.dictSize, res.source = cm.dictOff, cm.dictSize, cm.source
 				for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
-					res.pages = append(res.pages, tmpPage{off: cm.base + int64(col.off[g]), size: col.size[g], row: col.row[g]})
+					l := b.old.Locate(k, int(g))
+					res.pages = append(res.pages, tmpPage{off: l.Offset, size: uint32(l.Size), row: col.row[g], n: int64(l.NumRows), mid: l.StartsMidRow})
 				}
 			}
 		}
@@ -684,6 +697,8 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.sets, b.fileSch = sets, fileSch
+	defer b.decs.close()
 	if b.hit {
 		ix := b.old
 		for f := range ix.files {
@@ -702,6 +717,10 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 		return nil, err
 	}
 	if err := b.walkHeaders(ctx); err != nil {
+		return nil, err
+	}
+	b.noteIgnored()
+	if err := b.countRows(ctx); err != nil {
 		return nil, err
 	}
 	ix, err := b.assemble()
@@ -1117,7 +1136,7 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 			return
 		}
 		for _, ci := range g.chunks {
-			if err := b.offsetIndexChunk(g.file, ci, data[b.rawOf(ci).oiOff-g.off:][:b.rawOf(ci).oiLen]); err != nil {
+			if err := b.offsetIndexChunk(ci, data[b.rawOf(ci).oiOff-g.off:][:b.rawOf(ci).oiLen]); err != nil {
 				errs[i] = err
 				return
 			}
@@ -1160,35 +1179,62 @@ func (b *builder) colOf(ci int) (path string, k, r int) {
 	return b.metas[f].paths[k], k, r
 }
 
-func (b *builder) offsetIndexChunk(f, ci int, data []byte) error {
+// offsetIndexChunk turns flattened chunk ci's offset index (its bytes in
+// data) into pages. An offset index that does not parse or contradicts
+// itself (locations overlapping, out of order or outside the chunk, first
+// rows not increasing from 0 or beyond the row group) is not trusted: the
+// chunk is marked for a header walk (FromBadOffsetIndex) and the reason
+// kept for the notice. Writers do produce such indexes (one writes
+// first_row_index 0 for every page), and the pages themselves are fine.
+func (b *builder) offsetIndexChunk(ci int, data []byte) error {
+	f := b.fileOf(ci)
 	path := b.files[f].Path
 	col, _, r := b.colOf(ci)
 	raw := b.rawOf(ci)
+	res := &b.res[ci]
 	locs, err := parseOffsetIndex(data)
 	if err != nil {
-		return &Error{Op: "offset_index", Path: path, Column: col, Off: raw.oiOff, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+		res.ignore(err.Error())
+		return nil
 	}
 	rows := b.metas[f].rgRows[r]
-	res := &b.res[ci]
+	if len(locs) == 0 && rows > 0 {
+		res.ignore(fmt.Sprintf("no page locations for %d rows", rows))
+		return nil
+	}
 	res.source = FromOffsetIndex
 	res.pages = make([]tmpPage, len(locs))
 	prevRow := int64(-1)
 	prevEnd := raw.start
 	for i, l := range locs {
-		if l == nil || l.Offset < prevEnd || l.CompressedPageSize <= 0 || l.Offset+int64(l.CompressedPageSize) > raw.end {
-			return corrupt("offset_index", path, col, raw.oiOff, "row group %d page %d: location outside column chunk [%d, %d)", r, i, raw.start, raw.end)
+		switch {
+		case l == nil || l.CompressedPageSize <= 0 || l.Offset < raw.start || l.Offset+int64(l.CompressedPageSize) > raw.end:
+			res.ignore(fmt.Sprintf("page %d lies outside the column chunk [%d, %d)", i, raw.start, raw.end))
+			return nil
+		case l.Offset < prevEnd:
+			res.ignore(fmt.Sprintf("page %d at offset %d overlaps or precedes the page before it", i, l.Offset))
+			return nil
+		case i == 0 && l.FirstRowIndex != 0:
+			res.ignore(fmt.Sprintf("first page's first_row_index is %d, not 0", l.FirstRowIndex))
+			return nil
+		case i > 0 && l.FirstRowIndex <= prevRow:
+			// Every page starts a row where an offset index exists, so
+			// first rows rise strictly.
+			res.ignore(fmt.Sprintf("page %d's first_row_index %d does not follow the page before it (%d)", i, l.FirstRowIndex, prevRow))
+			return nil
+		case i > 0 && l.FirstRowIndex >= rows:
+			res.ignore(fmt.Sprintf("page %d's first_row_index %d is beyond the row group's %d rows", i, l.FirstRowIndex, rows))
+			return nil
 		}
-		// Pages begin on row boundaries: the first at row 0, then
-		// non-decreasing (an empty page repeats its successor's row).
-		if (i == 0 && l.FirstRowIndex != 0) || l.FirstRowIndex < prevRow || l.FirstRowIndex > rows {
-			return corrupt("offset_index", path, col, raw.oiOff, "row group %d page %d: first_row_index %d out of order or beyond %d rows", r, i, l.FirstRowIndex, rows)
-		}
-		if l.FirstRowIndex >= int64(rowUnknown) {
+		if rows > math.MaxInt32 {
 			return &Error{Op: "offset_index", Path: path, Column: col, Off: raw.oiOff, Err: fmt.Errorf("%w: row group of %d rows", ErrUnsupported, rows)}
+		}
+		if i > 0 {
+			res.pages[i-1].n = l.FirstRowIndex - prevRow
 		}
 		prevRow = l.FirstRowIndex
 		prevEnd = l.Offset + int64(l.CompressedPageSize)
-		res.pages[i] = tmpPage{off: l.Offset, size: uint32(l.CompressedPageSize), row: uint32(l.FirstRowIndex)}
+		res.pages[i] = tmpPage{off: l.Offset, size: uint32(l.CompressedPageSize), row: uint32(l.FirstRowIndex), n: rows - l.FirstRowIndex}
 	}
 	// Only a dictionary page may precede the first data page; writers do
 	// not always set dictionary_page_offset for it.
@@ -1199,14 +1245,42 @@ func (b *builder) offsetIndexChunk(f, ci int, data []byte) error {
 	return nil
 }
 
+// ignore drops what an offset index said of a chunk: it will be walked.
+func (res *chunkPages) ignore(why string) {
+	*res = chunkPages{source: FromBadOffsetIndex, why: why}
+}
+
+// noteIgnored tells, once per file, which chunks' offset indexes were
+// ignored and why (the first reason).
+func (b *builder) noteIgnored() {
+	for f := range b.files {
+		if b.isReused(f) {
+			continue
+		}
+		n, first := 0, ""
+		for ci := b.base[f]; ci < b.base[f+1]; ci++ {
+			if b.res[ci].source != FromBadOffsetIndex {
+				continue
+			}
+			if n == 0 {
+				col, _, r := b.colOf(ci)
+				first = fmt.Sprintf("row group %d column %s: %s", r, col, b.res[ci].why)
+			}
+			n++
+		}
+		if n > 0 {
+			b.opts.Logf("%s: the offset index of %d column chunk(s) contradicts itself (%s); walking their page headers instead", b.files[f].Path, n, first)
+		}
+	}
+}
+
 // walk is the state of one column chunk's header walk.
 type walk struct {
 	ci       int
 	pos, end int64
 	readLen  int
-	rows     int64 // rows seen so far; -1 once unknown
-	values   int64
-	v1rows   bool // V1 num_values counts rows (no repetition)
+	rep      bool         // the column is repeated: V1 pages need their levels counted
+	chunk    *codec.Chunk // to count rows with (rep)
 }
 
 // walkHeaders locates the pages of every chunk without an offset index by
@@ -1218,14 +1292,23 @@ func (b *builder) walkHeaders(ctx context.Context) error {
 			continue
 		}
 		raw := b.rawOf(ci)
-		if raw.oiLen != 0 && !b.opts.HeaderWalk {
+		switch {
+		case raw.oiBad != "":
+			b.res[ci].ignore(raw.oiBad)
+		case b.res[ci].source == FromBadOffsetIndex:
+		case raw.oiLen != 0 && !b.opts.HeaderWalk:
 			continue
+		default:
+			b.res[ci].source = FromHeaderWalk
 		}
 		_, k, _ := b.colOf(ci)
 		f := b.fileOf(ci)
-		b.res[ci].source = FromHeaderWalk
 		if raw.end > raw.start {
-			ws = append(ws, &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, v1rows: b.metas[f].maxRep[k] == 0})
+			w := &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, rep: b.metas[f].maxRep[k] > 0}
+			if w.rep {
+				w.chunk = codec.ChunkOf(b.sets[b.fileSch[f]].descr[k], raw.codec, b.files[f].Path, nil)
+			}
+			ws = append(ws, w)
 		}
 	}
 	var rs []engine.Range
@@ -1298,23 +1381,23 @@ func (b *builder) walkStep(w *walk, data []byte, asked int) error {
 			}
 			res.dictOff, res.dictSize = w.pos, int32(total)
 		case pageData, pageDataV2:
-			row := rowUnknown
-			if w.rows >= 0 {
-				if w.rows >= int64(rowUnknown) {
-					return &Error{Op: "header_walk", Path: path, Column: col, Off: w.pos, Err: fmt.Errorf("%w: too many rows in a row group", ErrUnsupported)}
-				}
-				row = uint32(w.rows)
-			}
-			res.pages = append(res.pages, tmpPage{off: w.pos, size: uint32(total), row: row})
+			pg := tmpPage{off: w.pos, size: uint32(total), n: -1}
 			switch {
-			case w.rows < 0:
 			case h.Type == pageDataV2 && h.NumRows >= 0:
-				w.rows += int64(h.NumRows)
-			case h.Type == pageData && w.v1rows && h.NumValues >= 0:
-				w.rows += int64(h.NumValues)
-			default:
-				w.rows = -1
+				// V2 pages start and end at row boundaries; the header's
+				// count is checked against the row group's in countRows.
+				pg.n = int64(h.NumRows)
+			case !w.rep && h.NumValues >= 0:
+				pg.n = int64(h.NumValues) // one level per row
+			case w.rep && p+int(total) <= len(data):
+				// The read holds the whole page: count its rows now
+				// rather than read it again.
+				if err := b.countPage(w.chunk, w.ci, &pg, data[p:p+int(total)]); err != nil {
+					return err
+				}
+				b.counted.pages.Add(1)
 			}
+			res.pages = append(res.pages, pg)
 		}
 		w.pos += total
 		p += int(total)
@@ -1386,13 +1469,12 @@ func (b *builder) assemble() (*Index, error) {
 					col.off[g+int64(i)] = uint32(rel)
 					col.size[g+int64(i)] = p.size
 					col.row[g+int64(i)] = p.row
+					if p.mid {
+						col.setMid(int(g) + i)
+					}
 				}
 				col.chunks[c] = m
-				if m.source == FromHeaderWalk {
-					ix.stats.HeaderWalk++
-				} else {
-					ix.stats.OffsetIndex++
-				}
+				ix.stats.count(m.source)
 				res.pages = nil
 				c++
 			}

@@ -91,14 +91,20 @@ func FuzzOffsetIndex(f *testing.F) {
 			metas: []fileMeta{{paths: []string{"c"}, rgRows: []int64{1000}, chunks: []chunkRaw{{start: 4, end: 1 << 19}}}},
 			ncols: 1, base: []int{0, 1}, res: make([]chunkPages, 1),
 		}
-		if err := bl.offsetIndexChunk(0, 0, b); err != nil {
+		if err := bl.offsetIndexChunk(0, b); err != nil {
+			return
+		}
+		if bl.res[0].source == FromBadOffsetIndex {
+			if len(bl.res[0].pages) != 0 || bl.res[0].why == "" {
+				t.Fatalf("ignored offset index kept %d pages, reason %q", len(bl.res[0].pages), bl.res[0].why)
+			}
 			return
 		}
 		if len(bl.res[0].pages) != len(locs) {
 			t.Fatalf("%d pages from %d locations", len(bl.res[0].pages), len(locs))
 		}
-		for _, p := range bl.res[0].pages {
-			if p.off < 4 || p.off+int64(p.size) > 1<<19 || p.row > 1000 {
+		for i, p := range bl.res[0].pages {
+			if p.off < 4 || p.off+int64(p.size) > 1<<19 || p.row > 1000 || (i > 0 && p.row <= bl.res[0].pages[i-1].row) {
 				t.Fatalf("accepted page %+v", p)
 			}
 		}
@@ -213,9 +219,9 @@ func TestWalkSmallPages(t *testing.T) {
 	if res.dictOff != 0 || res.dictSize <= 0 || len(res.pages) != 3 || res.pages[2].off+int64(res.pages[2].size) != int64(len(chunk)) {
 		t.Fatalf("dictionary %d bytes at %d, pages %+v of a %d-byte chunk", res.dictSize, res.dictOff, res.pages, len(chunk))
 	}
-	for i, row := range []uint32{0, 2, 3} {
-		if res.pages[i].row != row {
-			t.Fatalf("page %d starts at row %d, want %d", i, res.pages[i].row, row)
+	for i, n := range []int64{2, 1, 2} {
+		if res.pages[i].n != n {
+			t.Fatalf("page %d holds %d rows, want %d", i, res.pages[i].n, n)
 		}
 	}
 }
