@@ -355,12 +355,22 @@ type fileMeta struct {
 	schema  *schema.Schema // dropped once its schema set is known
 	sum     uint64         // hash of the footer (sidecar staleness check)
 	flen    uint32         // footer length
-	paths   []string       // resolved projection
+	paths   []string       // resolved projection: logical paths
+	shapes  []string       // their nesting (logicalLeaf.shape)
+	types   []string       // their logical types, for messages
 	leaves  []int
 	rgRows  []int64
 	chunks  []chunkRaw // row group major: chunks[r*ncols+k]
 	maxRep  []int16
 	numRows int64
+	// resolved maps each projected name to the logical paths it matched.
+	resolved map[string][]string
+	// A footer where some projected names match nothing (missing) is kept
+	// whole (md) until resolveNames has translated them; missingErr is the
+	// error when nothing does.
+	md         *metadata.FileMetaData
+	missing    []string
+	missingErr error
 }
 
 // chunkPages is the located pages of one (column, chunk).
@@ -464,43 +474,59 @@ func parseOffsetIndex(b []byte) (locs []*metadata.PageLocation, err error) {
 	return oi.GetPageLocations(), nil
 }
 
-// resolveColumns maps a projection to leaf indexes of sc.
-func resolveColumns(sc *schema.Schema, names []string) ([]int, error) {
-	var out []int
+// resolveColumns maps a projection to leaf indexes of sc, whose leaves
+// are named ll (logicalLeaves). A name means the leaf whose logical path
+// or raw leaf path it is, or every leaf under it (a prefix followed by a
+// dot). It returns the leaves in projection order, what each name matched
+// (its logical paths) and the names that match nothing here.
+func resolveColumns(sc *schema.Schema, ll []logicalLeaf, names []string) (leaves []int, resolved map[string][]string, missing []string) {
 	seen := map[int]bool{}
 	add := func(i int) {
 		if !seen[i] {
 			seen[i] = true
-			out = append(out, i)
+			leaves = append(leaves, i)
 		}
 	}
 	if len(names) == 0 {
 		for i := 0; i < sc.NumColumns(); i++ {
 			add(i)
 		}
-		return out, nil
+		return leaves, nil, nil
 	}
+	resolved = make(map[string][]string, len(names))
 	for _, name := range names {
-		if i := sc.ColumnIndexByName(name); i >= 0 {
-			add(i)
+		var got []string
+		for i := 0; i < sc.NumColumns(); i++ {
+			if matchesColumn(name, ll[i].path, sc.Column(i).Path()) {
+				add(i)
+				got = append(got, ll[i].path)
+			}
+		}
+		if len(got) == 0 {
+			missing = append(missing, name)
 			continue
 		}
-		found := false
-		for i := 0; i < sc.NumColumns(); i++ {
-			if strings.HasPrefix(sc.Column(i).Path(), name+".") {
-				add(i)
-				found = true
-			}
-		}
-		if !found {
-			names := make([]string, sc.NumColumns())
-			for i := range names {
-				names[i] = sc.Column(i).Path()
-			}
-			return nil, fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(names, ", "))
-		}
+		resolved[name] = got
 	}
-	return out, nil
+	return leaves, resolved, missing
+}
+
+// matchesColumn reports whether a projected name means the leaf of logical
+// path logical and raw leaf path raw: either path, or a field above it.
+func matchesColumn(name, logical, raw string) bool {
+	under := func(p string) bool {
+		return p != "" && (p == name || (len(p) > len(name) && p[len(name)] == '.' && p[:len(name)] == name))
+	}
+	return under(logical) || under(raw)
+}
+
+// missingColumn is the error for a name that matches no leaf of sc.
+func missingColumn(path string, sc *schema.Schema, ll []logicalLeaf, name string) error {
+	cols := make([]string, sc.NumColumns())
+	for i := range cols {
+		cols[i] = ll[i].path
+	}
+	return &Error{Op: "schema", Path: path, Off: -1, Err: fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(cols, ", "))}
 }
 
 // extract pulls what the index needs out of a footer. Bad metadata can make
@@ -515,14 +541,23 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 	if sc == nil {
 		return fm, corrupt("footer", path, "", -1, "no schema")
 	}
-	leaves, err := resolveColumns(sc, names)
+	ll, err := logicalLeaves(sc)
 	if err != nil {
-		return fm, &Error{Op: "schema", Path: path, Off: -1, Err: err}
+		return fm, corrupt("footer", path, "", size-8-int64(md.Size()), "schema: %v", err)
+	}
+	leaves, resolved, missing := resolveColumns(sc, ll, names)
+	if len(missing) > 0 {
+		// Perhaps another file's raw leaf path (input_ids.list.item where
+		// this file says element): resolveNames translates it.
+		return fileMeta{md: md, missing: missing, resolved: resolved, missingErr: missingColumn(path, sc, ll, missing[0])}, nil
 	}
 	fm.schema = sc
 	fm.leaves = leaves
+	fm.resolved = resolved
 	for _, l := range leaves {
-		fm.paths = append(fm.paths, sc.Column(l).Path())
+		fm.paths = append(fm.paths, ll[l].path)
+		fm.shapes = append(fm.shapes, ll[l].shape)
+		fm.types = append(fm.types, ll[l].typ)
 		fm.maxRep = append(fm.maxRep, sc.Column(l).MaxRepetitionLevel())
 	}
 	nrg := md.NumRowGroups()
@@ -749,14 +784,6 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 	byOld := map[int32]int32{} // the sidecar's declaration → set
 	for i := range b.metas {
 		m := &b.metas[i]
-		if len(m.paths) != b.ncols {
-			return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, f0)}
-		}
-		for k := range m.paths {
-			if m.paths[k] != first.paths[k] {
-				return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: projected leaf %d is %q here, %q in %s", ErrColumn, k, m.paths[k], first.paths[k], f0)}
-			}
-		}
 		if m.schema == nil {
 			continue
 		}
@@ -765,7 +792,7 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 		if !ok {
 			s = int32(len(sets))
 			byKey[key] = s
-			set := schemaSet{leaves: m.leaves}
+			set := schemaSet{leaves: m.leaves, shapes: m.shapes, types: m.types}
 			for _, l := range m.leaves {
 				set.descr = append(set.descr, m.schema.Column(l))
 			}
@@ -795,14 +822,16 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 	ref := sets[fileSch[0]]
 	for s, set := range sets {
 		for k := range set.descr {
+			// Names, nullability and annotations may differ; what is
+			// stored and how it nests may not: no silent cast.
 			a, c := set.descr[k], ref.descr[k]
 			switch {
 			case a.PhysicalType() != c.PhysicalType():
-				err = fmt.Errorf("%w: physical type %s here, %s in %s", ErrColumn, a.PhysicalType(), c.PhysicalType(), f0)
+				err = fmt.Errorf("%w: %s here (physical type %s), %s in %s (physical type %s)", ErrColumn, set.types[k], a.PhysicalType(), ref.types[k], f0, c.PhysicalType())
 			case a.PhysicalType() == parquet.Types.FixedLenByteArray && a.TypeLength() != c.TypeLength():
-				err = fmt.Errorf("%w: fixed length %d here, %d in %s", ErrColumn, a.TypeLength(), c.TypeLength(), f0)
-			case a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
-				err = fmt.Errorf("%w: repetition level %d here (lists nested %d deep), %d in %s", ErrColumn, a.MaxRepetitionLevel(), a.MaxRepetitionLevel(), c.MaxRepetitionLevel(), f0)
+				err = fmt.Errorf("%w: %s here, %s in %s: fixed length %d here, %d there", ErrColumn, set.types[k], ref.types[k], f0, a.TypeLength(), c.TypeLength())
+			case set.shapes[k] != ref.shapes[k] || a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
+				err = fmt.Errorf("%w: %s here, %s in %s: they nest differently", ErrColumn, set.types[k], ref.types[k], f0)
 			}
 			if err != nil {
 				return nil, nil, &Error{Op: "schema", Path: b.files[setFile[s]].Path, Column: first.paths[k], Off: -1, Err: err}
@@ -848,6 +877,7 @@ func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
 	for k := range ix.cols {
 		ix.cols[k].info.Descr = sets[fileSch[0]].descr[k]
 		ix.cols[k].info.Leaf = sets[fileSch[0]].leaves[k]
+		ix.cols[k].info.Type = sets[fileSch[0]].types[k]
 	}
 	ix.stats.Schemas = len(sets)
 	ix.stats.ResidentBytes = ix.ResidentBytes()
@@ -956,11 +986,114 @@ func (b *builder) readFooters(ctx context.Context) error {
 			}
 		}
 	}
+	if err := b.resolveNames(); err != nil {
+		return err
+	}
+	if err := b.alignProjection(); err != nil {
+		return err
+	}
 	for i := range b.files {
 		b.files[i].NumRows = b.metas[i].numRows
 		b.files[i].NumRowGroups = len(b.metas[i].rgRows)
 	}
 	return nil
+}
+
+// resolveNames projects again the files where some projected names
+// matched nothing, each name replaced by the logical paths it matched in
+// another file: a raw leaf path of one writer (input_ids.list.item) means
+// the same logical column in a file of another (input_ids.list.element).
+// A name that matches nothing anywhere fails, naming the first file
+// without it.
+func (b *builder) resolveNames() error {
+	var trans map[string][]string
+	for i := range b.metas {
+		m := &b.metas[i]
+		if m.md == nil {
+			continue
+		}
+		if trans == nil {
+			trans = map[string][]string{}
+			for j := range b.metas {
+				for n, ls := range b.metas[j].resolved {
+					if _, ok := trans[n]; !ok {
+						trans[n] = ls
+					}
+				}
+			}
+		}
+		var names []string
+		for _, n := range b.opts.Columns {
+			if ls, ok := trans[n]; ok {
+				names = append(names, ls...)
+			} else {
+				names = append(names, n)
+			}
+		}
+		f := &b.files[i]
+		fm, err := extract(f.Path, f.Size, m.md, names)
+		if err != nil {
+			return err
+		}
+		if fm.md != nil {
+			return m.missingErr
+		}
+		fm.sum, fm.flen = m.sum, m.flen
+		*m = fm
+	}
+	return nil
+}
+
+// alignProjection puts every file's projected leaves in one order: the
+// sidecar's where files are reused from it, else the first file's. Files
+// may order their fields differently; a file whose projection holds other
+// logical columns fails, naming both files.
+func (b *builder) alignProjection() error {
+	ref, refFile := b.metas[0].paths, b.files[0].Path
+	for i := range b.files {
+		if b.isReused(i) {
+			ref, refFile = colPaths(b.old), "the sidecar's files"
+			break
+		}
+	}
+	for i := range b.metas {
+		m := &b.metas[i]
+		if equalStrings(m.paths, ref) {
+			continue
+		}
+		pos := make(map[string]int, len(m.paths))
+		for k, p := range m.paths {
+			pos[p] = k
+		}
+		perm := make([]int, len(ref))
+		for k, p := range ref {
+			j, ok := pos[p]
+			if !ok || len(m.paths) != len(ref) || m.schema == nil {
+				return &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: the projection is %s here, %s in %s",
+					ErrColumn, strings.Join(m.paths, ", "), strings.Join(ref, ", "), refFile)}
+			}
+			perm[k] = j
+		}
+		m.paths = permute(m.paths, perm)
+		m.shapes = permute(m.shapes, perm)
+		m.types = permute(m.types, perm)
+		m.leaves = permute(m.leaves, perm)
+		m.maxRep = permute(m.maxRep, perm)
+		n := len(perm)
+		for r := 0; r*n < len(m.chunks); r++ {
+			copy(m.chunks[r*n:], permute(m.chunks[r*n:(r+1)*n], perm))
+		}
+	}
+	return nil
+}
+
+// permute returns a[perm[0]], a[perm[1]], ...
+func permute[T any](a []T, perm []int) []T {
+	out := make([]T, len(perm))
+	for k, j := range perm {
+		out[k] = a[j]
+	}
+	return out
 }
 
 // hashFooters reads the footers of files sel (reuse candidates) exactly,

@@ -204,7 +204,7 @@ func TestLocate(t *testing.T) {
 				c.Dictionary, c.Files = true, 2
 				files := genDataset(t, c)
 				ix := build(t, files, Options{Columns: []string{"input_ids", "id"}})
-				if ix.NumColumns() != 2 || ix.Column(0).Path != "input_ids.list.element" || ix.Column(1).Path != "id" {
+				if ix.NumColumns() != 2 || ix.Column(0).Path != "input_ids" || ix.Column(0).Type != "list<int32>" || ix.Column(1).Path != "id" {
 					t.Fatalf("columns %v %v", ix.Column(0), ix.Column(1))
 				}
 				if ix.Column(0).Descr == nil || ix.Column(0).Descr.MaxRepetitionLevel() != 1 {

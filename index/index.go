@@ -106,12 +106,18 @@ type FileInfo struct {
 // ColumnInfo describes one projected column (a leaf of the schema).
 //
 // Files may differ in how they declare a column (REQUIRED or OPTIONAL,
-// logical annotations, the leaf's position among other columns): Descr and
-// Leaf are the first file's. Decode a chunk with its own file's descriptor,
-// ChunkInfo.Descr or Index.Descr(k, file): another file's levels and
-// values are laid out by its own schema.
+// logical annotations, the leaf's position among other columns, the names
+// of a list's or map's wrapper groups): Descr, Leaf and Type are the first
+// file's. Decode a chunk with its own file's descriptor, ChunkInfo.Descr
+// or Index.Descr(k, file): another file's levels and values are laid out
+// by its own schema.
 type ColumnInfo struct {
-	Path  string         // dotted path, e.g. "input_ids.list.element"
+	// Path is the column's logical path, the same in every file:
+	// "input_ids" for a list<int32> whatever its files call its element
+	// ("input_ids.list.element", "input_ids.list.item", ...), "meta.lang"
+	// for a struct's field, "attrs.key" and "attrs.value" for a map.
+	Path  string
+	Type  string         // logical type in the first file, e.g. "list<int32>"
 	Descr *schema.Column // arrow-go's descriptor in the first file
 	Leaf  int            // leaf index in the first file's schema
 }
@@ -221,6 +227,8 @@ type chunkMeta struct {
 type schemaSet struct {
 	descr  []*schema.Column // per projected column
 	leaves []int            // leaf index in that file's schema
+	shapes []string         // nesting (logicalLeaf.shape)
+	types  []string         // logical types, for messages
 }
 
 type column struct {
@@ -289,6 +297,25 @@ func (ix *Index) Descr(k, f int) *schema.Column { return ix.schemas[ix.fileSch[f
 
 // Leaf returns projected column k's leaf index in file f's schema.
 func (ix *Index) Leaf(k, f int) int { return ix.schemas[ix.fileSch[f]].leaves[k] }
+
+// Lookup returns the projected columns that name means, in index order:
+// those whose logical path (ColumnInfo.Path) is name or lies under it
+// (name followed by a dot), or whose leaf path in some file's schema
+// (Descr.Path, e.g. "input_ids.list.item") is or lies under it. None when
+// nothing matches.
+func (ix *Index) Lookup(name string) []int {
+	var out []int
+	for k := range ix.cols {
+		hit := matchesColumn(name, ix.cols[k].info.Path, "")
+		for _, s := range ix.schemas {
+			hit = hit || matchesColumn(name, "", s.descr[k].Path())
+		}
+		if hit {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // NumChunks returns the number of column chunks per projected column (the
 // number of row groups of all files).

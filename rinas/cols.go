@@ -2,6 +2,7 @@ package rinas
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,34 +57,31 @@ type sideSpan struct {
 // index: proj lists the index columns delivered, in projection order, and
 // lead the one whose pages define the units.
 func (l *Loader) projection() error {
-	n := l.ix.NumColumns()
 	if len(l.cfg.Columns) == 0 {
 		// The default projection is the first leaf.
 		l.proj = []int{0}
 	} else {
+		// A name is a column's logical path (input_ids, meta.lang), a
+		// field above some (meta), or a leaf path of some file's schema
+		// (input_ids.list.element): index.Lookup.
 		seen := map[int]bool{}
 		for _, name := range l.cfg.Columns {
-			found := false
-			for k := 0; k < n; k++ {
-				p := l.ix.Column(k).Path
-				if p == name || strings.HasPrefix(p, name+".") {
-					found = true
-					if !seen[k] {
-						seen[k] = true
-						l.proj = append(l.proj, k)
-					}
-				}
-			}
-			if !found {
+			ks := l.ix.Lookup(name)
+			if len(ks) == 0 {
 				return fmt.Errorf("%w: no column %q among %s", ErrConfig, name, l.columnList())
+			}
+			for _, k := range ks {
+				if !seen[k] {
+					seen[k] = true
+					l.proj = append(l.proj, k)
+				}
 			}
 		}
 	}
 	l.lead = -1
 	if lc := l.cfg.LeadColumn; lc != "" {
-		for _, k := range l.proj {
-			p := l.ix.Column(k).Path
-			if p == lc || strings.HasPrefix(p, lc+".") {
+		for _, k := range l.ix.Lookup(lc) {
+			if slices.Contains(l.proj, k) {
 				l.lead = k
 				break
 			}
@@ -538,7 +536,27 @@ func (l *Loader) readSidesSync(g, rows int) (out []arrow.Array, err error) {
 	return out, nil
 }
 
-// projNames returns the projected columns' paths in projection order.
+// sameColumns reports whether a checkpoint's columns and lead name this
+// loader's projection and lead: by their logical paths, or by names that
+// mean them (a leaf path, as checkpoints of earlier versions hold).
+func (l *Loader) sameColumns(cols []string, lead string) bool {
+	means := func(name string, k int) bool {
+		ks := l.ix.Lookup(name)
+		return name == l.ix.Column(k).Path || (len(ks) == 1 && ks[0] == k)
+	}
+	if len(cols) != len(l.proj) || !means(lead, l.lead) {
+		return false
+	}
+	for i, k := range l.proj {
+		if !means(cols[i], k) {
+			return false
+		}
+	}
+	return true
+}
+
+// projNames returns the projected columns' logical paths in projection
+// order.
 func (l *Loader) projNames() []string {
 	names := make([]string, len(l.proj))
 	for i, k := range l.proj {

@@ -394,7 +394,7 @@ func TestMultiColumnBadConfig(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		{"unknown", func(c *Config) { c.Columns = []string{"id", "nope"} }, "input_ids.list.element"},
+		{"unknown", func(c *Config) { c.Columns = []string{"id", "nope"} }, "columns: id, input_ids, text"},
 		{"lead not projected", func(c *Config) { c.Columns, c.LeadColumn = []string{"id", "text"}, "input_ids" }, "not projected"},
 		{"tokens", func(c *Config) { c.Output = OutputTokens }, "cannot carry"},
 	} {

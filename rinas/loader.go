@@ -241,11 +241,13 @@ func (l *Loader) openIndex(ctx context.Context) error {
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	name := col.Path
+	// The first file's leaf paths, as before columns were named
+	// logically: checkpoints taken then stay valid.
+	name := col.Descr.Path()
 	if len(l.proj) > 1 {
 		// The whole projection, and which column led the spans.
 		for _, k := range l.proj {
-			name += "\x00" + l.ix.Column(k).Path
+			name += "\x00" + l.ix.Column(k).Descr.Path()
 		}
 	}
 	l.dataset, l.fileSums = fingerprint(l.ix, name)
@@ -567,7 +569,7 @@ func (l *Loader) startEpoch(s *State) error {
 		l.done, l.exclude = 0, nil
 		return nil
 	}
-	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
+	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	}
