@@ -114,6 +114,12 @@ func TestRowStartsMatchesDecode(t *testing.T) {
 			{codec: compress.Codecs.Snappy, pageSize: 4096, dict: true},
 			{codec: compress.Codecs.Zstd, pageSize: 2048, v2: true},
 			{codec: compress.Codecs.Gzip, pageSize: 8192, v2: true, dict: true},
+			// V1 pages of the streaming codecs: only their level heads
+			// are decompressed
+			{codec: compress.Codecs.Zstd, pageSize: 2048},
+			{codec: compress.Codecs.Gzip, pageSize: 8192},
+			{codec: compress.Codecs.Brotli, pageSize: 4096, dict: true},
+			{codec: compress.Codecs.Lz4Raw, pageSize: 1024},
 		} {
 			m := openMem(t, writeParquet(t, a.arr, o))
 			for rg := 0; rg < m.rdr.NumRowGroups(); rg++ {
