@@ -24,9 +24,10 @@ import (
 
 // Options configures Build. Zero fields take the defaults of fill.
 type Options struct {
-	// Columns is the projection: dotted leaf paths ("input_ids.list.element")
-	// or top-level field names ("input_ids", meaning all its leaves). Empty
-	// means every leaf column.
+	// Columns is the projection: logical paths ("input_ids", "meta.lang"),
+	// fields above them ("meta", meaning all its leaves) or leaf paths as
+	// some file spells them ("input_ids.list.element"). Empty means every
+	// leaf column.
 	Columns []string
 	// Reader does the batched reads; Build never starts an engine of its
 	// own. Default: an engine.PreadReader with Parallelism goroutines.
