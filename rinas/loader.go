@@ -40,12 +40,9 @@ type Stats struct {
 	// SidePages counts the pages of projected columns other than the
 	// lead read and decoded (included in Pages). StraddleReads counts the
 	// side pages read whose rows reach outside the unit's span: the
-	// neighbouring span reads them again. WholeChunkReads counts side
-	// chunks read whole for one unit because their pages' first rows are
-	// unknown.
-	SidePages       int64
-	StraddleReads   int64
-	WholeChunkReads int64
+	// neighbouring span reads them again.
+	SidePages     int64
+	StraddleReads int64
 	// SideCacheHits counts the side pages taken from the side cache
 	// instead of being read (Config.SideCacheBytes).
 	SideCacheHits int64
@@ -73,15 +70,13 @@ type Loader struct {
 
 	// The projection: index columns in projection order, the lead (whose
 	// pages define the units) and its position, the other columns
-	// (sides) and their positions; wholeSide[s][c] marks a side chunk
-	// read whole (row ranges unknown); chunkRow0 is each chunk's first
-	// row within its file.
+	// (sides) and their positions; chunkRow0 is each chunk's first row
+	// within its file.
 	proj      []int
 	lead      int
 	leadPos   int
 	sides     []int
 	sidePos   []int
-	wholeSide [][]bool
 	chunkRow0 []int64
 
 	nUnits   uint64
@@ -120,8 +115,8 @@ type Loader struct {
 
 	stats Stats
 	sa    struct {
-		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
-		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
+		sidePages, straddle, reads, coalesced, sideHits        atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
 }
@@ -253,11 +248,13 @@ func (l *Loader) openIndex(ctx context.Context) error {
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	name := col.Path
+	// The first file's leaf paths, as before columns were named
+	// logically: checkpoints taken then stay valid.
+	name := col.Descr.Path()
 	if len(l.proj) > 1 {
 		// The whole projection, and which column led the spans.
 		for _, k := range l.proj {
-			name += "\x00" + l.ix.Column(k).Path
+			name += "\x00" + l.ix.Column(k).Descr.Path()
 		}
 	}
 	l.dataset, l.fileSums = fingerprint(l.ix, name)
@@ -281,7 +278,7 @@ func (l *Loader) plan() error {
 					ErrConfig, l.ix.File(loc.File).Path)
 			}
 			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
-			if loc.NumRows == 0 {
+			if loc.NumRows == 0 && !loc.StartsMidRow {
 				// No row maps to a page the index calls empty, so it is
 				// never read: make sure now that it holds nothing.
 				if err := l.checkEmptyPage(g); err != nil {
@@ -305,16 +302,11 @@ func (l *Loader) plan() error {
 		}
 	default:
 		l.nUnits = uint64(n)
-		// A page and its continuation where rows may cross pages: a page
-		// of a repeated column whose row count the index does not know
-		// (fillUnit reads the next page with it).
-		if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 {
-			for g := 0; g < n; g++ {
-				if l.ix.Locate(l.lead, g).NumRows < 0 {
-					l.unitMax = 2
-					break
-				}
-			}
+		// A page and its continuation where rows cross pages (V1 pages of
+		// a repeated column without an offset index): fillUnit reads the
+		// next page with a page whose last row goes on in it.
+		if l.ix.SplitsRows(l.lead) {
+			l.unitMax = 2
 		}
 	}
 	if l.cfg.Shuffle != ShuffleRowGroup {
@@ -584,7 +576,7 @@ func (l *Loader) startEpoch(s *State) error {
 		l.done, l.exclude = 0, nil
 		return nil
 	}
-	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
+	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	}
@@ -836,7 +828,6 @@ func (l *Loader) Stats() Stats {
 	s.SkippedPages = l.skips.n.Load()
 	s.SidePages = l.sa.sidePages.Load()
 	s.StraddleReads = l.sa.straddle.Load()
-	s.WholeChunkReads = l.sa.wholeChunk.Load()
 	s.Reads = l.sa.reads.Load()
 	s.SideCacheHits = l.sa.sideHits.Load()
 	s.CoalescedPages = l.sa.coalesced.Load()
