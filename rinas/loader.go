@@ -164,6 +164,13 @@ type consumer struct {
 	tokClosed bool
 	tokMapped int
 	finished  bool
+	// Transactional assembly (see batchRecord): the record of the batch
+	// being cut and of the last one returned; unread is a page batch's
+	// fetch batch given back by Unread, delivered before anything else;
+	// restDropped counts the rows dropRest dropped of the epoch so far.
+	work, last  batchRecord
+	unread      *fetchBatch
+	restDropped int64
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
@@ -620,6 +627,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if l.finished {
 		return nil, io.EOF
 	}
+	l.begin()
 	var b *Batch
 	var err error
 	if l.cfg.BatchRows == 0 {
@@ -627,12 +635,14 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	} else {
 		b, err = l.nextRows(ctx)
 	}
-	if err == nil {
-		l.stats.Batches++
-		l.stats.Rows += int64(b.Rows)
-		l.batches++
+	if err != nil {
+		return nil, err
 	}
-	return b, err
+	l.commit(b)
+	l.stats.Batches++
+	l.stats.Rows += int64(b.Rows)
+	l.batches++
+	return b, nil
 }
 
 // take returns the next fetch batch in order, landed; nil at an epoch's
@@ -682,7 +692,7 @@ func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
 		break
 	}
 	l.waiting = nil
-	if err := fb.firstErr(); err != nil {
+	if err := l.landedErr(fb); err != nil {
 		l.recycle(fb)
 		l.err = err // the epoch failed: later calls say so again
 		return nil, err
@@ -725,9 +735,13 @@ func (l *Loader) beginEpoch(start uint64, rem *State) error {
 
 func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 	for {
-		fb, err := l.take(ctx)
-		if err != nil {
-			return nil, err
+		fb := l.unread
+		l.unread = nil
+		if fb == nil {
+			var err error
+			if fb, err = l.take(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if fb == nil {
 			if err := l.endEpoch(); err != nil {
@@ -763,6 +777,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			}
 		}
 		b.setColumns(l.columnsOf(arrs, segs))
+		l.work.fb, l.work.exclude = fb, l.exclude
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
 		fb.out.Store(true)
@@ -857,6 +872,8 @@ func (l *Loader) closeAll() error {
 		}
 	}
 	l.rows.drop()
+	l.last.reset()
+	l.work.reset()
 	l.dicts.drop()
 	l.sideC.drop()
 	if l.tokBufs != nil {
