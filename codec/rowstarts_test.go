@@ -105,10 +105,10 @@ func TestRowStartsMatchesDecode(t *testing.T) {
 		name string
 		arr  arrow.Array
 	}{
-		{"long lists", lists(600, 3000, false)},
-		{"lists with nulls", lists(2000, 200, true)},
-		{"nested", nested(800)},
-		{"flat", flat(5000)},
+		{"long lists", lists(300, 2000, false)},
+		{"lists with nulls", lists(800, 200, true)},
+		{"nested", nested(300)},
+		{"flat", flat(3000)},
 	} {
 		for _, o := range []genOpts{
 			{codec: compress.Codecs.Uncompressed, pageSize: 1024},

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -389,6 +390,9 @@ type tmpPage struct {
 	row  uint32 // first row within the chunk (finishRows sets it)
 	n    int64  // rows that start in the page; -1 until known
 	mid  bool   // its first levels continue a row an earlier page began
+	// counted: n comes from the page's levels; bad: they do not decode
+	// (n stays -1 and finishRows gives it the rows the others leave).
+	counted, bad bool
 }
 
 type builder struct {
@@ -407,6 +411,8 @@ type builder struct {
 	fileSch []int32      // per file: its declaration
 	decs    decoderPool  // for counting rows (countRows)
 	counted countStats
+	badMu   sync.Mutex
+	bad     map[int]string // flattened chunk → why its rows are not sound
 }
 
 // footerTail decodes a footer from the last len(tail) bytes of a file of
@@ -1529,7 +1535,6 @@ func (b *builder) walkStep(w *walk, data []byte, asked int) error {
 				if err := b.countPage(w.chunk, w.ci, &pg, data[p:p+int(total)]); err != nil {
 					return err
 				}
-				b.counted.pages.Add(1)
 			}
 			res.pages = append(res.pages, pg)
 		}

@@ -26,8 +26,12 @@
 // (V1 pages of repeated columns, which may split rows) from the page's
 // repetition levels, decoded once and kept in the sidecar (Stats.
 // CountedPages; Loc.StartsMidRow and EndsMidRow say where rows cross
-// pages). Counts that do not add up to the row group's rows are not
-// trusted either. An offset index that does not parse or contradicts
+// pages). Header counts that do not add up to the row group's rows are
+// not trusted: the pages are counted instead. A chunk whose pages do not
+// decode, or whose counted rows still fall short, is corrupt: it is
+// indexed with a notice, the missing rows given to its first bad page so
+// that reading that page fails (the loader's SkipBadPages may skip it);
+// pages that start more rows than their row group fail Build. An offset index that does not parse or contradicts
 // itself is ignored for its chunk, whose headers are walked instead
 // (FromBadOffsetIndex, Stats.OffsetIndexIgnored, a notice per file).
 //
