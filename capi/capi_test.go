@@ -640,3 +640,57 @@ func TestUnread(t *testing.T) {
 		t.Fatalf("%d batches left in the table", n)
 	}
 }
+
+// TestDescribeFailureKeepsTheBatch: a batch whose descriptor cannot be
+// built goes back to the loader; the next call delivers its rows.
+func TestDescribeFailureKeepsTheBatch(t *testing.T) {
+	dir := genData(t)
+	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "deterministic": true})
+	defer closeLoader(h)
+	ref := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "deterministic": true})
+	defer closeLoader(ref)
+	ids := func(bh int64) (out []int64) {
+		for _, a := range lookup(table.batches, bh).b.Columns[0].Arrays {
+			out = append(out, a.(interface{ Int64Values() []int64 }).Int64Values()...)
+		}
+		return out
+	}
+	fail := errors.New("descriptor refused")
+	restore := failDescribe(fail)
+	_, _, err := nextBatch(h, -1)
+	restore()
+	if !errors.Is(err, fail) {
+		t.Fatalf("next with a failing describe: %v", err)
+	}
+	// The state counts nothing delivered: resumed, it gives every row.
+	after, _ := stateJSON(h, false)
+	rh := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "resume": json.RawMessage(after)})
+	n := 0
+	for {
+		bh, _, err := nextBatch(rh, -1)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(ids(bh))
+		releaseBatch(bh)
+	}
+	closeLoader(rh)
+	if n != 3000 {
+		t.Fatalf("resumed from the state after the failure: %d rows, want 3000", n)
+	}
+	for {
+		bh, _, err := nextBatch(h, -1)
+		rh, _, rerr := nextBatch(ref, -1)
+		if err == io.EOF && rerr == io.EOF {
+			break
+		}
+		if err != nil || rerr != nil || !slices.Equal(ids(bh), ids(rh)) {
+			t.Fatalf("after the failure: %v %v, batches differ from an undisturbed run", err, rerr)
+		}
+		releaseBatch(bh)
+		releaseBatch(rh)
+	}
+}

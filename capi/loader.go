@@ -160,7 +160,7 @@ func nextBatch(h int64, timeout time.Duration) (int64, *C.pf_batch, error) {
 		be := &batchEnt{b: b, loader: h}
 		be.refs.Store(1)
 		bh = register(table.batches, be)
-		desc, err = describe(bh, b, x, &be.pin)
+		desc, err = describeBatch(bh, b, x, &be.pin)
 		if err != nil {
 			// The batch never reached the caller: its rows go back
 			// to the loader rather than being lost.
@@ -222,6 +222,17 @@ func unread(l *rinas.Loader, b *rinas.Batch) error {
 		return fmt.Errorf("%w: %v", rinas.ErrConfig, err)
 	}
 	return err
+}
+
+// describeBatch is describe, but where a test makes it fail
+// (failDescribe).
+var describeBatch = describe
+
+// failDescribe makes describeBatch fail with err until restore is called
+// (for tests, which cannot name cgo's types).
+func failDescribe(err error) (restore func()) {
+	describeBatch = func(int64, *rinas.Batch, extras, *runtime.Pinner) (*C.pf_batch, error) { return nil, err }
+	return func() { describeBatch = describe }
 }
 
 // describe builds the C descriptor of b: its token matrix (and the

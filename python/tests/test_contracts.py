@@ -172,6 +172,46 @@ def test_blocked_next_is_interruptible(corpus):
     assert 0 < out["held"] < 870 and out["ids"] == list(range(ROWS)), (out["held"], len(out["ids"]))
 
 
+BLOCKED_TOKENS = """
+import json, os, signal, sys, threading
+import numpy as np
+import pagefeed
+paths, kw = sys.argv[1], json.loads(sys.argv[2])
+with pagefeed.Loader(paths, **kw) as ref:
+    want = [b.tokens.copy() for b in ref]
+l = pagefeed.Loader(paths, **kw)
+held = []
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    for b in l:  # keeps every token buffer: next() blocks
+        held.append(b)
+    print("not blocked")
+except KeyboardInterrupt:
+    pass
+got = [b.tokens.copy() for b in held]
+n = len(held)
+for b in held:
+    b.release()
+for b in l:
+    got.append(b.tokens.copy())
+    b.release()
+l.close()
+same = len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+print(json.dumps({"held": n, "batches": len(got), "same": same}))
+"""
+
+
+def test_blocked_next_on_token_buffers_is_interruptible(corpus):
+    """The same with tokens output, where every token buffer is held: the
+    wait ends mid-batch, and the batches then are those of a run that was
+    never interrupted."""
+    kw = dict(columns=["input_ids"], output="tokens", seq_len=64, batch_rows=4, deterministic=True, shuffle="none")
+    r = run_py(BLOCKED_TOKENS, corpus, json.dumps(kw), timeout=180)
+    assert r.returncode == 0, r.stderr[-4000:]
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert out["held"] > 0 and out["same"], out
+
+
 FIFO_LEN = """
 import os, signal, sys, threading
 import pagefeed.torch
