@@ -18,7 +18,7 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch = l.cfg.Epoch
 		return l.beginEpoch(nil)
 	}
-	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
+	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	}

@@ -39,12 +39,9 @@ type Stats struct {
 	// SidePages counts the pages of projected columns other than the
 	// lead read and decoded (included in Pages). StraddleReads counts the
 	// side pages read whose rows reach outside the unit's span: the
-	// neighbouring span reads them again. WholeChunkReads counts side
-	// chunks read whole for one unit because their pages' first rows are
-	// unknown.
-	SidePages       int64
-	StraddleReads   int64
-	WholeChunkReads int64
+	// neighbouring span reads them again.
+	SidePages     int64
+	StraddleReads int64
 	// SideCacheHits counts the side pages taken from the side cache
 	// instead of being read (Config.SideCacheBytes).
 	SideCacheHits int64
@@ -74,15 +71,13 @@ type Loader struct {
 
 	// The projection: index columns in projection order, the lead (whose
 	// pages define the units) and its position, the other columns
-	// (sides) and their positions; wholeSide[s][c] marks a side chunk
-	// read whole (row ranges unknown); chunkRow0 is each chunk's first
-	// row within its file.
+	// (sides) and their positions; chunkRow0 is each chunk's first row
+	// within its file.
 	proj      []int
 	lead      int
 	leadPos   int
 	sides     []int
 	sidePos   []int
-	wholeSide [][]bool
 	chunkRow0 []int64
 
 	rowStart []int64 // row mode: global first row of each page, len pages+1
@@ -120,8 +115,8 @@ type Loader struct {
 
 	stats Stats
 	sa    struct {
-		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
-		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
+		sidePages, straddle, reads, coalesced, sideHits        atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
 }
@@ -253,11 +248,13 @@ func (l *Loader) openIndex(ctx context.Context) error {
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	name := col.Path
+	// The first file's leaf paths, as before columns were named
+	// logically: checkpoints taken then stay valid.
+	name := col.Descr.Path()
 	if len(l.proj) > 1 {
 		// The whole projection, and which column led the spans.
 		for _, k := range l.proj {
-			name += "\x00" + l.ix.Column(k).Path
+			name += "\x00" + l.ix.Column(k).Descr.Path()
 		}
 	}
 	l.dataset, l.fileSums = fingerprint(l.ix, name)
@@ -579,7 +576,7 @@ func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
 		break
 	}
 	l.waiting = nil
-	if err := fb.firstErr(); err != nil {
+	if err := l.landedErr(fb); err != nil {
 		l.recycle(fb)
 		l.err = err // the epoch failed: later calls say so again
 		return nil, err
@@ -652,7 +649,6 @@ func (l *Loader) Stats() Stats {
 	s.SkippedPages = l.skips.n.Load()
 	s.SidePages = l.sa.sidePages.Load()
 	s.StraddleReads = l.sa.straddle.Load()
-	s.WholeChunkReads = l.sa.wholeChunk.Load()
 	s.Reads = l.sa.reads.Load()
 	s.SideCacheHits = l.sa.sideHits.Load()
 	s.CoalescedPages = l.sa.coalesced.Load()

@@ -37,7 +37,7 @@ func (l *Loader) openUnits() error {
 					ErrConfig, l.ix.File(loc.File).Path)
 			}
 			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
-			if loc.NumRows == 0 {
+			if loc.NumRows == 0 && !loc.StartsMidRow {
 				// No row maps to a page the index calls empty, so it is
 				// never read: make sure now that it holds nothing.
 				if err := l.checkEmptyPage(g); err != nil {
@@ -62,16 +62,11 @@ func (l *Loader) openUnits() error {
 			l.cfg.BatchPages = 1
 		}
 	default:
-		// A page and its continuation where rows may cross pages: a page
-		// of a repeated column whose row count the index does not know
-		// (fillUnit reads the next page with it).
-		if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 {
-			for g := 0; g < n; g++ {
-				if l.ix.Locate(l.lead, g).NumRows < 0 {
-					l.unitMax = 2
-					break
-				}
-			}
+		// A page and its continuation where rows cross pages (V1 pages of
+		// a repeated column without an offset index): fillUnit reads the
+		// next page with a page whose last row goes on in it.
+		if l.ix.SplitsRows(l.lead) {
+			l.unitMax = 2
 		}
 	}
 	l.planReads()
@@ -170,9 +165,10 @@ func (l *Loader) openSpace() error {
 	}
 	if kind != plan.Units && l.pageRows != nil {
 		// A page the index calls empty may sit at a share's boundary,
-		// where no rank reads it: make sure now that it holds nothing.
+		// where no rank reads it: make sure now that it holds nothing (a
+		// page inside a row holds that row's rest, read with its start).
 		for g, r := range counts {
-			if r == 0 {
+			if r == 0 && !l.ix.Locate(l.lead, g).StartsMidRow {
 				if err := l.checkEmptyPage(g); err != nil {
 					return err
 				}
@@ -271,9 +267,8 @@ func (l *Loader) fillUnit(u *unit, e *plan.Epoch, pc plan.Piece) error {
 		g := int(item)
 		loc := l.ix.Locate(l.lead, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
-		c := l.ix.Chunk(l.lead, loc.Chunk)
-		if loc.NumRows < 0 && l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 && g+1 < c.FirstPage+c.NumPages {
-			u.n = 2 // its last row may continue in the next page
+		if loc.EndsMidRow {
+			u.n = 2 // its last row continues in the next page
 		}
 		if len(l.sides) > 0 {
 			r := l.pageRow(l.lead, loc.Chunk, g)
