@@ -287,8 +287,6 @@ def test_torchrun_workers_equal_steps(torchrun_workers):
     assert len(ids) == len(set(ids)) and set(ids) <= set(range(ROWS))
 
 
-@pytest.mark.xfail(strict=True, reason="equal steps over world x workers shards drop whole pages per shard "
-                   "(the epoch plan that shares rows between ranks is not on this branch)")
 def test_torchrun_workers_lose_little(torchrun_workers):
     """Equal steps over 4 ranks x 2 workers leave out fewer than
     world x workers x batch_rows rows (here the id column's pages hold
