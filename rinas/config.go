@@ -131,7 +131,22 @@ type Config struct {
 	BatchRows int
 	// BufferRows is YOUMU's shuffle buffer (Algorithm 2), in rows: arriving
 	// rows are inserted at random places and random rows leave once it is
-	// full. 0 turns it off, except in stream mode (default 8192 there).
+	// full, so a batch mixes the rows of every page the buffer spans. It
+	// applies to row batches (BatchRows > 0; tokens output). Negative
+	// turns it off. 0 picks it at Open: in page shuffle with row batches,
+	// the rows of 64 pages of the lead column's mean row count, at most
+	// the dataset's rows, within 1/8 of MemoryLimit and half of what the
+	// read slots, decoded window, token buffers and side cache leave (a
+	// buffered row counts its share of a decoded page of every projected
+	// column); 8192 in stream mode; off otherwise (row and row-group
+	// shuffles mix rows themselves; page batches are BatchPages whole
+	// pages in random order). Without it a row batch of page shuffle is
+	// consecutive rows of one or two pages, which trains far worse on
+	// data stored in any order. A larger buffer mixes more pages and
+	// holds more memory: a page stays decoded until its last buffered row
+	// leaves. Loader.BufferRows says which. The default depends only on
+	// the dataset and the Config unless memory binds it, so a State
+	// resumes into the same buffer.
 	BufferRows int
 	Fetch      Fetch
 	// CoalesceBytes merges the reads of pages of one column chunk that a
@@ -310,9 +325,6 @@ func (c *Config) fill() error {
 	}
 	if c.BatchRows < 0 {
 		return fmt.Errorf("%w: batch of %d rows", ErrConfig, c.BatchRows)
-	}
-	if c.BufferRows < 0 {
-		return fmt.Errorf("%w: buffer of %d rows", ErrConfig, c.BufferRows)
 	}
 	if c.Shuffle == ShuffleStream && c.BufferRows == 0 {
 		c.BufferRows = 8192
