@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"testing"
 )
@@ -268,4 +269,52 @@ func refsOf(t *testing.T, l *Loader, max int) ([]RowRef, []*State) {
 		states = append(states, l.State())
 	}
 	return refs, states
+}
+
+// BenchmarkDefaultBuffer reads one epoch of $PAGEFEED_BUFFER_BENCH (a
+// pagefeed gen dataset; column $PAGEFEED_BUFFER_COLUMN, default
+// input_ids) per iteration in row batches of 64 at the loader's
+// defaults ("default": the default shuffle buffer) and with the buffer
+// off ("off": BufferRows -1), nothing else set. Run it with -count N so
+// the two alternate, and compare their rows/s as a ratio.
+func BenchmarkDefaultBuffer(b *testing.B) {
+	dir := os.Getenv("PAGEFEED_BUFFER_BENCH")
+	if dir == "" {
+		b.Skip("set PAGEFEED_BUFFER_BENCH to a pagefeed gen dataset")
+	}
+	col := os.Getenv("PAGEFEED_BUFFER_COLUMN")
+	if col == "" {
+		col = "input_ids"
+	}
+	for _, side := range []struct {
+		name   string
+		buffer int
+	}{{"default", 0}, {"off", -1}} {
+		b.Run(side.name, func(b *testing.B) {
+			cfg := defaultsConfig([]string{dir}, col)
+			cfg.BatchRows, cfg.BufferRows, cfg.World = 64, side.buffer, 1
+			b.ReportAllocs()
+			var rows int64
+			buffer := 0
+			for i := 0; i < b.N; i++ {
+				// Open (index, engine slots) is not timed: rows/s is the
+				// epoch's.
+				b.StopTimer()
+				cfg.Seed = uint64(i)
+				l, err := Open(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				buffer = l.BufferRows()
+				b.StartTimer()
+				eachBatch(b, l, func(bt *Batch) { bt.Release() })
+				b.StopTimer()
+				rows += l.Stats().Rows
+				l.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(buffer), "buffer-rows")
+		})
+	}
 }
