@@ -43,7 +43,7 @@ func status(err error) int {
 		return statusMemory
 	case errors.Is(err, rinas.ErrState):
 		return statusState
-	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn):
+	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn), errors.Is(err, index.ErrNotFile):
 		return statusConfig
 	case errors.Is(err, codec.ErrCorrupt), errors.Is(err, codec.ErrCRC),
 		errors.Is(err, index.ErrCorrupt), errors.Is(err, index.ErrNotParquet):

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -187,25 +188,45 @@ func isParquetName(name string) bool {
 // as Build reads them: a file named explicitly is taken whatever its name;
 // a directory is walked recursively for files named *.parquet, *.parq or
 // *.pq, skipping folders whose names start with "." or "_", our sidecars,
-// and (with a notice to logf, which may be nil) other names and
-// non-regular files; a glob pattern expands to files and directories,
-// and matching nothing is an error wrapping ErrEmpty. A file named twice
-// is listed once, where it is first named.
+// and (with a notice to logf, which may be nil) other names; a glob
+// pattern expands to files and directories, and matching nothing is an
+// error wrapping ErrEmpty. A file named twice is listed once, where it is
+// first named.
+//
+// Only regular files are read. Every check is a stat, which never blocks
+// (opening a FIFO for reading would wait for a writer): a path named
+// explicitly that is a FIFO, a socket or a device (block devices
+// included: a device has no size or modification time to key the index
+// on) fails with an error wrapping ErrNotFile that names it and its kind,
+// and so does a symbolic link that loops. In a directory or among a
+// glob's matches such entries are skipped with a notice, as other
+// entries that are not Parquet are; a symbolic link there is followed,
+// and one that dangles or loops fails as a named file would.
 func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	var out []FileInfo
 	seen := map[string]bool{}
-	add := func(p string, st fs.FileInfo) error {
+	// add lists p, stat'ed as st (following links); explicit says the
+	// user named it, so that another kind of file is an error rather than
+	// a skipped entry.
+	add := func(p string, st fs.FileInfo, explicit bool) error {
 		if seen[p] {
 			return nil
 		}
 		if st == nil {
 			var err error
-			if st, err = os.Stat(p); err != nil {
-				return &Error{Op: "stat", Path: p, Off: -1, Err: err}
+			if st, err = statPath(p); err != nil {
+				return err
 			}
+		}
+		if !st.Mode().IsRegular() {
+			if explicit {
+				return &Error{Op: "stat", Path: p, Off: -1, Err: fmt.Errorf("%w: %s", ErrNotFile, kindOf(st.Mode()))}
+			}
+			logf("skipping %s: not a regular file (%s)", p, kindOf(st.Mode()))
+			return nil
 		}
 		seen[p] = true
 		out = append(out, FileInfo{Path: p, Size: st.Size(), ModTime: st.ModTime()})
@@ -227,11 +248,11 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 			case strings.HasPrefix(name, sidecarPrefix):
 				// our own sidecars
 			case !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0:
-				logf("skipping %s: not a regular file", p)
+				logf("skipping %s: not a regular file (%s)", p, kindOf(d.Type()))
 			case !isParquetName(name):
 				logf("skipping %s: not a parquet file name", p)
 			default:
-				return add(p, nil)
+				return add(p, nil, false)
 			}
 			return nil
 		})
@@ -246,23 +267,23 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 				return nil, &Error{Op: "glob", Path: p, Off: -1, Err: fmt.Errorf("%w: pattern matches nothing", ErrEmpty)}
 			}
 			for _, q := range m {
-				st, err := os.Stat(q)
+				st, err := statPath(q)
 				if err != nil {
-					return nil, &Error{Op: "stat", Path: q, Off: -1, Err: err}
+					return nil, err
 				}
 				if st.IsDir() {
 					if err := walk(q); err != nil {
 						return nil, err
 					}
-				} else if err := add(q, st); err != nil {
+				} else if err := add(q, st, false); err != nil {
 					return nil, err
 				}
 			}
 			continue
 		}
-		st, err := os.Stat(p)
+		st, err := statPath(p)
 		if err != nil {
-			return nil, &Error{Op: "stat", Path: p, Off: -1, Err: err}
+			return nil, err
 		}
 		if st.IsDir() {
 			if err := walk(p); err != nil {
@@ -270,7 +291,7 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 			}
 			continue
 		}
-		if err := add(p, st); err != nil {
+		if err := add(p, st, true); err != nil {
 			return nil, err
 		}
 	}
@@ -278,6 +299,40 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 		return nil, &Error{Op: "list", Path: strings.Join(paths, " "), Off: -1, Err: ErrEmpty}
 	}
 	return out, nil
+}
+
+// statPath stats p, following symbolic links; a link that loops fails
+// with ErrNotFile (and the ELOOP cause), naming p.
+func statPath(p string) (fs.FileInfo, error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &Error{Op: "stat", Path: p, Off: -1, Err: fmt.Errorf("%w: a symbolic link loop (%w)", ErrNotFile, syscall.ELOOP)}
+	}
+	if err != nil {
+		return nil, &Error{Op: "stat", Path: p, Off: -1, Err: err}
+	}
+	return st, nil
+}
+
+// kindOf names the kind of file a mode describes, for errors and notices.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "an irregular file"
 }
 
 // chunkRaw is what a footer says about one projected column chunk.

@@ -40,6 +40,23 @@
 // Arrow's Retain does not keep it; Batch.Detach copies what must outlive
 // the batch.
 //
+// Files do not change under the loader: after the reads of a fetch batch
+// (pages, other columns, dictionaries, continuation pages) have landed and
+// before any of its rows goes out, each file it read is stat'ed once
+// (statx: size and inode, modification and status-change times to the
+// nanosecond) and compared with what the index recorded and Open saw. A
+// file written in place since (rsync --inplace, a job rewriting a shard),
+// replaced by a rename, grown or shrunk fails the epoch with
+// ErrFileChanged naming it, or with Config.SkipBadPages drops its units,
+// counted in Stats.SkippedPages; so do a resumed State's pending rows,
+// read again at Open. The check cannot see what the kernel is not told or
+// does not record: a write within the file system's timestamp
+// granularity of the file's previous change (a few milliseconds on file
+// systems with coarse timestamps) that keeps its size and inode, a change
+// on a network file system that the client's attribute cache has not
+// caught up with (NFS actimeo, FUSE attr_timeout), and content changed
+// under a file system that does not update ctime.
+//
 // # Several columns
 //
 // Config.Columns may name several columns; every batch then carries all

@@ -693,7 +693,7 @@ func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
 		break
 	}
 	l.waiting = nil
-	if err := fb.firstErr(); err != nil {
+	if err := l.landedErr(fb); err != nil {
 		l.recycle(fb)
 		l.err = err // the epoch failed: later calls say so again
 		return nil, err

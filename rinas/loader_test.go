@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if mcDir != "" {
 		os.RemoveAll(mcDir)
 	}
+	if identityBench.dir != "" {
+		os.RemoveAll(identityBench.dir)
+	}
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)

@@ -188,6 +188,9 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 				}
 				sides[ref.Page] = cols
 			}
+			if err := r.l.confirmPage(int(ref.Page)); err != nil {
+				return err
+			}
 		}
 		a := p.Array()
 		if int(ref.Row) >= a.Len() {
