@@ -8,12 +8,13 @@ import (
 // defaultBufferPages is the default shuffle buffer's size in pages: it
 // holds about the rows of this many pages of mean row count. A batch is
 // drawn from the rows of every page in the buffer, so its mix follows
-// the pages the buffer spans, not its rows: on the shuffle-quality
-// experiment (docs/shuffle-quality.md) 16 pages' rows end about 20%
-// above row shuffle's loss, 32 or 64 within 2%. 64 is also the default
-// BatchPages: the buffer fills from the first fetch batch, which the
-// first batch waits for anyway.
-const defaultBufferPages = 64
+// the pages the buffer spans, not its rows. Two default fetch batches
+// (BatchPages 64): the pages of one fetch batch land in completion
+// order, often the order of their offsets, so a buffer of one batch's
+// rows still leans towards neighbouring pages (on the shuffle-quality
+// experiment, docs/shuffle-quality.md, 64 pages end about 4% above row
+// shuffle's last-quarter loss with 1 KiB pages, 128 pages about 2%).
+const defaultBufferPages = 128
 
 // bufferRowOverhead is the bookkeeping of one buffered row: its rowItem
 // and its rowRef, allocated for the buffer's whole capacity at the
@@ -21,13 +22,14 @@ const defaultBufferPages = 64
 const bufferRowOverhead = int64(unsafe.Sizeof(rowItem{}) + unsafe.Sizeof(rowRef{}))
 
 // Shares of Config.MemoryLimit the default buffer may take: at most
-// 1/bufferLimitShare of the limit, and at most 1/bufferLeftShare of
+// 1/bufferLimitShare of the limit (256 MiB of the default 1 GiB), and at
+// most 1/bufferLeftShare of
 // what the parts sized before it (read slots, decoded window, token
 // buffers, side cache) leave, so that the dictionaries keep the rest.
 // The first bound depends on the Config alone, so the buffer (and the
 // order it gives) is the same on any machine unless memory is tight.
 const (
-	bufferLimitShare = 8
+	bufferLimitShare = 4
 	bufferLeftShare  = 2
 )
 
@@ -54,17 +56,32 @@ type bufferFacts struct {
 }
 
 // bufferRowBytes is the memory one buffered row is counted at: its
-// share of a decoded page of every projected column, pageBytes being
+// share of the decoded pages the buffer keeps alive, pageBytes being
 // the lead column's decoded page and sideMean the other columns' bytes
-// per unit in lead pages, plus its bookkeeping. A buffered row keeps
-// its page's decoded arrays alive, so a page lives until its last row
-// leaves; rows leave the buffer at random, and the page's other rows
-// count it, so the share is the page's average cost, not its worst.
+// per unit in lead pages, plus its bookkeeping.
+//
+// A buffered row keeps its page's decoded arrays alive, so a page lives
+// until its last row leaves. Rows leave a full buffer of B rows at
+// random, each with chance 1/B per row out, so the last of a page's R
+// rows leaves after about B·H(R) rows out (H the harmonic number), while
+// R rows come in per page: a buffer of W pages' rows keeps about W·H(R)
+// pages alive, not W (pinFactor).
 func bufferRowBytes(pageBytes int, sideMean, rowsPerPage float64) int64 {
-	if rowsPerPage < 1 {
-		rowsPerPage = 1
+	r := max(rowsPerPage, 1)
+	page := float64(max(pageBytes, 0)) * (1 + max(sideMean, 0))
+	return int64(math.Ceil(page*pinFactor(r)/r)) + bufferRowOverhead
+}
+
+// pinFactor is about H(r), the r-th harmonic number (ln r + γ + 1/2r),
+// at least 1 and at most r: how many pages' worth of decoded memory a
+// full shuffle buffer keeps alive per page of rows it holds, for pages
+// of r rows (bufferRowBytes).
+func pinFactor(r float64) float64 {
+	if r <= 1 {
+		return 1
 	}
-	return int64(math.Ceil(float64(max(pageBytes, 0))*(1+max(sideMean, 0))/rowsPerPage)) + bufferRowOverhead
+	const euler = 0.5772156649015329
+	return min(max(math.Log(r)+euler+1/(2*r), 1), r)
 }
 
 // defaultBufferRows resolves Config.BufferRows: a positive value as

@@ -22,10 +22,10 @@ func TestDefaultBufferRows(t *testing.T) {
 		edit func(*bufferFacts)
 		want int
 	}{
-		{"page shuffle, row batches: 64 pages' rows", nil, 64 * 128},
-		{"fractional rows per page round up", func(f *bufferFacts) { f.RowsPerPage = 16.4 }, 1050},
-		{"pages of one row", func(f *bufferFacts) { f.RowsPerPage = 1 }, 64},
-		{"rows per page unknown count as one", func(f *bufferFacts) { f.RowsPerPage = 0 }, 64},
+		{"page shuffle, row batches: 128 pages' rows", nil, 128 * 128},
+		{"fractional rows per page round up", func(f *bufferFacts) { f.RowsPerPage = 16.4 }, 2100},
+		{"pages of one row", func(f *bufferFacts) { f.RowsPerPage = 1 }, 128},
+		{"rows per page unknown count as one", func(f *bufferFacts) { f.RowsPerPage = 0 }, 128},
 		{"at most the dataset's rows", func(f *bufferFacts) { f.Rows = 5000 }, 5000},
 		{"an explicit buffer as set", func(f *bufferFacts) { f.BufferRows = 77 }, 77},
 		{"an explicit buffer beyond every bound", func(f *bufferFacts) { f.BufferRows = 1 << 24; f.Limit = 1 }, 1 << 24},
@@ -36,19 +36,19 @@ func TestDefaultBufferRows(t *testing.T) {
 		{"no shuffle", func(f *bufferFacts) { f.Shuffle = ShuffleNone }, 0},
 		{"stream without a size (fill sets it)", func(f *bufferFacts) { f.Shuffle = ShuffleStream }, 0},
 		{"an empty dataset", func(f *bufferFacts) { f.Rows = 0 }, 0},
-		// 1/8 of 1 GiB = 128 MiB at 64 KiB a row: 2048 rows.
-		{"an eighth of the limit", func(f *bufferFacts) { f.RowBytes = 64 << 10 }, 2048},
+		// 1/4 of 1 GiB = 256 MiB at 64 KiB a row: 4096 rows.
+		{"a quarter of the limit", func(f *bufferFacts) { f.RowBytes = 64 << 10 }, 4096},
 		// Half of the 24 MiB the rest leaves, at 1 KiB a row: 12288 rows
-		// (the eighth, 128 MiB, would allow 131072).
+		// (the quarter, 256 MiB, would allow 262144).
 		{"half of what the rest leaves", func(f *bufferFacts) { f.RowBytes = 1 << 10; f.Need = gib - 24<<20; f.RowsPerPage = 1000 }, 12288},
 		{"nothing left", func(f *bufferFacts) { f.Need = gib }, 0},
 		{"more needed than the limit", func(f *bufferFacts) { f.Need = 2 * gib }, 0},
 		{"row bytes below the bookkeeping count as it", func(f *bufferFacts) {
-			f.RowBytes, f.Limit, f.Need, f.RowsPerPage = 0, 8*bufferRowOverhead*10, 0, 1000
+			f.RowBytes, f.Limit, f.Need, f.RowsPerPage = 0, 4*bufferRowOverhead*10, 0, 1000
 		}, 10},
 		{"huge pages of rows stay within the limit", func(f *bufferFacts) {
 			f.RowsPerPage, f.Rows, f.RowBytes = 1e12, math.MaxInt64, bufferRowOverhead
-		}, int(gib / 8 / bufferRowOverhead)},
+		}, int(gib / 4 / bufferRowOverhead)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,17 +63,19 @@ func TestDefaultBufferRows(t *testing.T) {
 	}
 }
 
-// TestBufferRowBytes: a buffered row counts its share of a decoded page
-// of every projected column, plus its bookkeeping.
+// TestBufferRowBytes: a buffered row counts its share of the decoded
+// pages (every projected column) that the buffer keeps alive, about
+// H(rows per page) pages per page of rows held, plus its bookkeeping.
 func TestBufferRowBytes(t *testing.T) {
 	cases := []struct {
 		page              int
 		sideMean, perPage float64
 		want              int64
 	}{
-		{page: 8192, perPage: 128, want: 64 + bufferRowOverhead},
-		{page: 8192, sideMean: 1, perPage: 128, want: 128 + bufferRowOverhead},
-		{page: 1000, perPage: 3, want: 334 + bufferRowOverhead},
+		{page: 8192, perPage: 128, want: 348 + bufferRowOverhead}, // 8192 × 5.433 / 128
+		{page: 8192, sideMean: 1, perPage: 128, want: 696 + bufferRowOverhead},
+		{page: 1000, perPage: 3, want: 615 + bufferRowOverhead}, // 1000 × 1.844 / 3
+		{page: 256 << 10, perPage: 200, want: 7705 + bufferRowOverhead},
 		{page: 1 << 20, perPage: 0, want: 1<<20 + bufferRowOverhead}, // unknown rows per page: one
 		{page: 0, perPage: 10, want: bufferRowOverhead},
 		{page: -5, sideMean: -1, perPage: 10, want: bufferRowOverhead},
@@ -81,6 +83,23 @@ func TestBufferRowBytes(t *testing.T) {
 	for _, c := range cases {
 		if got := bufferRowBytes(c.page, c.sideMean, c.perPage); got != c.want {
 			t.Errorf("bufferRowBytes(%d, %g, %g) = %d, want %d", c.page, c.sideMean, c.perPage, got, c.want)
+		}
+	}
+}
+
+// TestPinFactor: pinFactor is the harmonic number H(r) within 2% for
+// pages of 1 to 100,000 rows, 1 below one row.
+func TestPinFactor(t *testing.T) {
+	h := 0.0
+	for r := 1; r <= 100000; r++ {
+		h += 1 / float64(r)
+		if got := pinFactor(float64(r)); math.Abs(got-h) > 0.02*h {
+			t.Fatalf("pinFactor(%d) = %.4f, H(%d) = %.4f", r, got, r, h)
+		}
+	}
+	for _, r := range []float64{0, 0.5, 1, math.Inf(-1)} {
+		if got := pinFactor(r); got != 1 {
+			t.Errorf("pinFactor(%g) = %g, want 1", r, got)
 		}
 	}
 }
@@ -120,7 +139,7 @@ func TestPlanSizingBuffer(t *testing.T) {
 				if m.buffer != int64(z.bufferRows)*rb {
 					t.Errorf("buffer of %d rows counted at %d bytes, want %d a row", z.bufferRows, m.buffer, rb)
 				}
-				if z.bufferRows > 64*200 || m.buffer > limit/bufferLimitShare || m.buffer > (limit-zo.mem.need())/bufferLeftShare {
+				if z.bufferRows > defaultBufferPages*200 || m.buffer > limit/bufferLimitShare || m.buffer > (limit-zo.mem.need())/bufferLeftShare {
 					t.Errorf("buffer of %d rows (%d bytes) beyond its bounds: limit %d, the rest needs %d", z.bufferRows, m.buffer, limit, zo.mem.need())
 				}
 				if m.need()+m.dictLeft != limit || m.dictLeft != zo.mem.dictLeft-m.buffer {
@@ -156,7 +175,7 @@ func pagesPerBatch(t *testing.T, l *Loader) (float64, int) {
 }
 
 // TestDefaultBufferMixesPages: with nothing set but row batches, page
-// shuffle buffers the rows of 64 pages (here, the whole small dataset
+// shuffle buffers the rows of 128 pages (here, the whole small dataset
 // at most), so a batch draws its rows from many pages; with the buffer
 // turned off it takes consecutive rows of one or two pages. Both
 // deliver every row once.
@@ -169,9 +188,9 @@ func TestDefaultBufferMixesPages(t *testing.T) {
 			l := openT(t, cfg)
 			ix := l.Index()
 			perPage := float64(ix.NumRows()) / float64(ix.NumPages(0))
-			want := min(int(math.Ceil(64*perPage)), int(ix.NumRows()))
+			want := min(int(math.Ceil(defaultBufferPages*perPage)), int(ix.NumRows()))
 			if l.BufferRows() != want {
-				t.Fatalf("BufferRows() = %d at defaults, want %d (64 pages of %.1f rows, at most %d)", l.BufferRows(), want, perPage, ix.NumRows())
+				t.Fatalf("BufferRows() = %d at defaults, want %d (%d pages of %.1f rows, at most %d)", l.BufferRows(), want, defaultBufferPages, perPage, ix.NumRows())
 			}
 			mixed, n := pagesPerBatch(t, l)
 			if n != int(ds.rows) {
@@ -187,7 +206,7 @@ func TestDefaultBufferMixesPages(t *testing.T) {
 			if n != int(ds.rows) {
 				t.Fatalf("%d rows delivered without the buffer, want %d", n, ds.rows)
 			}
-			// 32 rows drawn from the rows of min(64, all) pages come from
+			// 32 rows drawn from the rows of min(128, all) pages come from
 			// many pages; without the buffer from about 32/perPage + 1.
 			t.Logf("%s: %.1f rows a page, %d pages: %.1f pages a batch at defaults, %.1f without the buffer",
 				col, perPage, ix.NumPages(0), mixed, plain)
