@@ -22,10 +22,10 @@ func TestDefaultBufferRows(t *testing.T) {
 		edit func(*bufferFacts)
 		want int
 	}{
-		{"page shuffle, row batches: 128 pages' rows", nil, 128 * 128},
-		{"fractional rows per page round up", func(f *bufferFacts) { f.RowsPerPage = 16.4 }, 2100},
-		{"pages of one row", func(f *bufferFacts) { f.RowsPerPage = 1 }, 128},
-		{"rows per page unknown count as one", func(f *bufferFacts) { f.RowsPerPage = 0 }, 128},
+		{"page shuffle, row batches: 256 pages' rows", nil, 256 * 128},
+		{"fractional rows per page round up", func(f *bufferFacts) { f.RowsPerPage = 16.4 }, 4199},
+		{"pages of one row", func(f *bufferFacts) { f.RowsPerPage = 1 }, 256},
+		{"rows per page unknown count as one", func(f *bufferFacts) { f.RowsPerPage = 0 }, 256},
 		{"at most the dataset's rows", func(f *bufferFacts) { f.Rows = 5000 }, 5000},
 		{"an explicit buffer as set", func(f *bufferFacts) { f.BufferRows = 77 }, 77},
 		{"an explicit buffer beyond every bound", func(f *bufferFacts) { f.BufferRows = 1 << 24; f.Limit = 1 }, 1 << 24},
@@ -175,7 +175,7 @@ func pagesPerBatch(t *testing.T, l *Loader) (float64, int) {
 }
 
 // TestDefaultBufferMixesPages: with nothing set but row batches, page
-// shuffle buffers the rows of 128 pages (here, the whole small dataset
+// shuffle buffers the rows of 256 pages (here, the whole small dataset
 // at most), so a batch draws its rows from many pages; with the buffer
 // turned off it takes consecutive rows of one or two pages. Both
 // deliver every row once.
@@ -206,7 +206,7 @@ func TestDefaultBufferMixesPages(t *testing.T) {
 			if n != int(ds.rows) {
 				t.Fatalf("%d rows delivered without the buffer, want %d", n, ds.rows)
 			}
-			// 32 rows drawn from the rows of min(128, all) pages come from
+			// 32 rows drawn from the rows of min(256, all) pages come from
 			// many pages; without the buffer from about 32/perPage + 1.
 			t.Logf("%s: %.1f rows a page, %d pages: %.1f pages a batch at defaults, %.1f without the buffer",
 				col, perPage, ix.NumPages(0), mixed, plain)

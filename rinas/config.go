@@ -134,7 +134,7 @@ type Config struct {
 	// full, so a batch mixes the rows of every page the buffer spans. It
 	// applies to row batches (BatchRows > 0; tokens output). Negative
 	// turns it off. 0 picks it at Open: in page shuffle with row batches,
-	// the rows of 128 pages of the lead column's mean row count, at most
+	// the rows of 256 pages of the lead column's mean row count, at most
 	// the dataset's rows, within 1/4 of MemoryLimit and half of what the
 	// read slots, decoded window, token buffers and side cache leave; 8192
 	// in stream mode; off otherwise (row and row-group shuffles mix rows
