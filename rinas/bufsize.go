@@ -19,10 +19,10 @@ import (
 // with 256. The first batch of an epoch waits for these pages to land.
 const defaultBufferPages = 256
 
-// bufferRowOverhead is the bookkeeping of one buffered row: its rowItem
-// and its rowRef, allocated for the buffer's whole capacity at the
-// start of every epoch.
-const bufferRowOverhead = int64(unsafe.Sizeof(rowItem{}) + unsafe.Sizeof(rowRef{}))
+// bufferRowOverhead is the bookkeeping of one buffered row, its rowItem,
+// allocated for the buffer's whole capacity at the start of every epoch
+// (and its reference in the buffer's order, at most as large again).
+const bufferRowOverhead = 2 * int64(unsafe.Sizeof(rowItem{}))
 
 // Shares of Config.MemoryLimit the default buffer may take: at most
 // 1/bufferLimitShare of the limit (256 MiB of the default 1 GiB), and at
