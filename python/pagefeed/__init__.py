@@ -270,9 +270,11 @@ class Loader:
     Arguments follow the Go loader's Config: shuffle page|row|rowgroup|
     stream|none, fetch unordered|ordered, batch_pages (pages read
     together; one batch each unless batch_rows > 0), batch_rows,
-    buffer_rows (shuffle buffer), output arrow|tokens (then seq_len, eos,
-    pad, tokens_dtype "int32" or "int64", and position_ids, cu_seqlens,
-    loss_mask: whether batches carry those arrays, see Batch), seed,
+    buffer_rows (shuffle buffer; 0: the loader's default, the rows of 256
+    pages for row batches of page shuffle; -1: off), output arrow|tokens
+    (then seq_len, eos, pad, tokens_dtype "int32" or "int64", and
+    position_ids, cu_seqlens, loss_mask: whether batches carry those
+    arrays, see Batch), seed,
     epochs, rank and world (default: torchrun's $RANK and $WORLD_SIZE),
     memory_limit in bytes, skip_bad_pages. Further keyword arguments are
     passed on as config keys in snake_case (epoch, prefetch, iodepth,
