@@ -381,6 +381,7 @@ class Loader:
             h = self._h
             if h is None:
                 raise ClosedError("pagefeed: loader closed")
+            # lib() raises ForkError in a process forked since the library loaded
             wait, ref, ms = _lib.lib().pf_next_wait, self._slotref, self._WAIT_MS
             # An exception raised when a call returns (a signal's) leaves
             # what the call stored in the slot: the next call returns it.
