@@ -33,6 +33,14 @@
 // the states of all ranks into states for another world size without
 // losing or repeating a row.
 //
+// Interrupts lose nothing: a Next that returns an error (its context
+// cancelled or past its deadline at any point, or a failure) delivers
+// nothing, and the rows it had cut go back to the head of the queue with
+// their token offsets; the next call cuts the same batch, and a State
+// taken in between resumes to the same rows. Loader.Unread gives back the
+// batch the last Next returned, for a caller that could not hand it on:
+// the next Next returns it again, and State counts it as not delivered.
+//
 // Memory is fixed at Open: engine slots, the fetch window, token buffers,
 // the side cache, rows waiting in the shuffle buffer and row batches held
 // by the consumer all count against Config.MemoryLimit, sized from the
@@ -77,7 +85,7 @@
 // spans that need them (Config.SideCacheBytes), and adjacent pages of one
 // column chunk that a unit reads go out as one read (Config.CoalesceBytes).
 //
-// A Loader is used by one goroutine: Next, State and Close must not be
-// called concurrently. Batch.Release may be called from any goroutine.
+// A Loader is used by one goroutine: Next, Unread, State and Close must
+// not be called concurrently. Batch.Release may be called from any goroutine.
 // Close waits for every goroutine the loader started.
 package rinas

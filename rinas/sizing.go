@@ -38,11 +38,14 @@ import (
 //     maxIdleFiles beyond the window, closed least recently used first.
 //
 // Rows taken in and not yet delivered (row batches) keep their decoded
-// pages alive. The shuffle buffer's accounting is bytes per buffered row:
-// the projection's mean decoded row (its pages' bytes as stored, scaled by
-// the decoded-to-stored ratio of sampled page headers, over its rows),
-// times bufferSlack for the pages that a few buffered rows still pin; the
-// row stream holds the buffer within that many bytes at run time.
+// pages alive. The shuffle buffer's accounting is bytes per buffered row
+// (bufferRowBytes, bufsize.go: a row's share of its decoded page times
+// about H(rows per page) for the pages a few buffered rows still pin, and
+// its bookkeeping), for a buffer set in the Config and the default alike;
+// the default is sized into what the other parts leave. At run time the
+// row stream holds the rows taken in within these bytes, each row costing
+// its page's estimated decoded bytes over its rows (rowmem.go): heavier
+// rows than the mean make random rows leave the buffer early.
 
 // indexSummary holds the facts the loader's sizing depends on, gathered
 // by Open from the index, a few page headers and the process
@@ -106,6 +109,10 @@ type indexSummary struct {
 	// cpus is the pinning plan's CPU set for this rank (nil: not pinned
 	// or Engine.CPUSets given).
 	cpus []int
+	// rows is the dataset's rows, rowsPerPage their mean per lead page
+	// (the default shuffle buffer's size: bufsize.go).
+	rows        int64
+	rowsPerPage float64
 }
 
 // sizing is everything Open allocates, as planSizing decides it.
@@ -160,7 +167,10 @@ type sizing struct {
 	// one column).
 	pageCache   int64
 	rowShuffle1 bool
-	mem         memBreakdown
+	// bufferRows is the shuffle buffer's capacity (Config.BufferRows
+	// resolved: defaultBufferRows).
+	bufferRows int
+	mem        memBreakdown
 }
 
 // memBreakdown is the memory Open sizes against Config.MemoryLimit.
@@ -231,11 +241,6 @@ func (z *sizing) addrNeed() int64 {
 func (z *sizing) addrFits(s indexSummary) bool {
 	return s.addrLeft <= 0 || z.addrNeed() <= s.addrLeft-addrReserve
 }
-
-// bufferSlack is the shuffle buffer's bytes per buffered row over the
-// mean decoded row: rows pin their decoded pages, and a page stays until
-// its last buffered row leaves (see rowStream).
-const bufferSlack = 2
 
 // satMul returns a×b, or math.MaxInt64 when that overflows (a, b ≥ 0).
 func satMul(a, b int64) int64 {
@@ -462,20 +467,26 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 			m.side = min(m.side, m.limit/8)
 		}
 	}
-	if cfg.BatchRows > 0 {
-		// Rows wait in the FIFO a unit at a time: the unit being cut and
-		// the one before it pin their pages.
-		m.rows = satMul(z.unitDecoded, 2)
-		m.buffer = bufferBytes(cfg, s)
-		m.rows = satAdd(m.rows, m.buffer)
-		if cfg.Output == OutputArrow {
-			m.out = outBytes(cfg, s)
-		}
-	}
 	// The cache holds what the limit leaves dictionaries, halved: the
 	// largest dictionary must fit it (as stored: its decoded size is
 	// known once read).
 	m.dictMin = 2 * int64(s.maxDict)
+	z.bufferRows = 0
+	if cfg.BatchRows > 0 {
+		// Rows wait in the FIFO a unit at a time: the unit being cut and
+		// the one before it pin their pages.
+		m.rows = satMul(z.unitDecoded, 2)
+		if cfg.Output == OutputArrow {
+			m.out = outBytes(cfg, s)
+		}
+		// The shuffle buffer: as set, or the default sized into what the
+		// rest leave (bufsize.go).
+		z.bufferRows, m.buffer = planBuffer(cfg, s, z.decodedPage, satAdd(m.need(), m.dictMin))
+		if cfg.BufferRows > 0 {
+			m.buffer = satMul(int64(cfg.BufferRows), bufferRowBytes(z.decodedPage, s.sideMean, s.rowsPerPage))
+		}
+		m.rows = satAdd(m.rows, m.buffer)
+	}
 }
 
 // fewWorkers is the automatic worker count for inflight reads on at most
@@ -536,16 +547,6 @@ func (z *sizing) fileCacheSize(s indexSummary) int {
 		n = min(n, z.fdRoom(s))
 	}
 	return max(n, 1)
-}
-
-// bufferBytes is what the shuffle buffer may hold: BufferRows rows at
-// bufferSlack times the mean decoded row (at least one byte a row).
-func bufferBytes(cfg Config, s indexSummary) int64 {
-	if cfg.BufferRows <= 0 {
-		return 0
-	}
-	per := int64(math.Ceil(max(s.rowBytes, 1) * bufferSlack))
-	return satMul(int64(cfg.BufferRows), per)
 }
 
 // outBytes is how many bytes of row batches (arrow output) the consumer
