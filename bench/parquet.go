@@ -211,6 +211,8 @@ type ParquetResult struct {
 	EngineInfo    string
 	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
 	Workers       int   // the loader's engine workers
+	PlannedBytes  int64 // what Open sized against MemoryLimit (rinas.Loader.PlannedBytes)
+	BatchUnits    int   // the units of a fetch batch Open chose (rinas.Loader.BatchPages)
 	ZeroCopyPages int64 // pages handed over in their read buffers
 	// Reads, SidePages, StraddleReads and CoalescedPages are the loader's
 	// counters (rinas.Stats).
@@ -246,6 +248,8 @@ type ParquetJob struct {
 	EngineInfo      string  `json:"engine_info,omitempty"`
 	Prefetch        int     `json:"prefetch,omitempty"`
 	Workers         int     `json:"workers,omitempty"`
+	PlannedBytes    int64   `json:"planned_bytes,omitempty"`
+	BatchUnits      int     `json:"batch_units,omitempty"`
 	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
 	Reads           int64   `json:"reads,omitempty"`
 	SidePages       int64   `json:"side_pages,omitempty"`
@@ -431,6 +435,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
 	res.Reads, res.SidePages, res.StraddleReads, res.CoalescedPages = st.Reads, st.SidePages, st.StraddleReads, st.CoalescedPages
 	res.SideCacheHits = st.SideCacheHits
+	res.PlannedBytes, res.BatchUnits = l.PlannedBytes(), l.BatchPages()
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
 		res.EngineStats = &est
@@ -815,6 +820,7 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle.String(), Fetch: cfg.Fetch.String(), IOEngine: cfg.IOEngine.String(), Engine: cfg.Engine.String(),
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
+		PlannedBytes: r.PlannedBytes, BatchUnits: r.BatchUnits,
 		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
 	}
 	if st := r.EngineStats; st != nil {

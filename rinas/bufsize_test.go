@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -148,11 +149,16 @@ func TestPlanSizingBuffer(t *testing.T) {
 			})
 		}
 	}
-	// A buffer set in the Config is taken as set, even past the limit
-	// (its caller sized it).
-	cfg := sizingConfig(t, func(c *Config) { c.BatchRows, c.BufferRows, c.MemoryLimit = 32, 1<<22, 256<<20 })
-	if z, err := planSizing(cfg, sum); err != nil || z.bufferRows != 1<<22 {
-		t.Errorf("BufferRows 1<<22: %d rows, %v", z.bufferRows, err)
+	// A buffer set in the Config is taken as set, and counted against
+	// the limit like the default: past it, ErrMemory says how many rows
+	// fit.
+	cfg := sizingConfig(t, func(c *Config) { c.BatchRows, c.BufferRows, c.MemoryLimit = 32, 1<<10, 256<<20 })
+	if z, err := planSizing(cfg, sum); err != nil || z.bufferRows != 1<<10 || z.mem.buffer != 1<<10*bufferRowBytes(256<<10, 0, 200) {
+		t.Errorf("BufferRows 1<<10: %d rows, %d bytes, %v", z.bufferRows, z.mem.buffer, err)
+	}
+	cfg = sizingConfig(t, func(c *Config) { c.BatchRows, c.BufferRows, c.MemoryLimit = 32, 1<<22, 256<<20 })
+	if _, err := planSizing(cfg, sum); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "lower BufferRows to ") {
+		t.Errorf("BufferRows 1<<22 under 256 MiB: %v, want ErrMemory saying how many rows fit", err)
 	}
 }
 

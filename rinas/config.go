@@ -3,6 +3,7 @@ package rinas
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -148,7 +149,10 @@ type Config struct {
 	// more, and a batch gathers its rows from many pages instead of one.
 	// Loader.BufferRows says which. The default depends on the dataset
 	// and the Config only, unless memory binds it, so a State resumes
-	// into the same buffer.
+	// into the same buffer. A buffer set here is counted the same way
+	// against MemoryLimit (ErrMemory when it does not fit), and at run
+	// time random rows leave early while the rows held weigh more than
+	// that (each row at its page's estimated decoded bytes over its rows).
 	BufferRows int
 	Fetch      Fetch
 	// CoalesceBytes merges the reads of pages of one column chunk that a
@@ -235,12 +239,17 @@ type Config struct {
 	// tokens and its EOS; by default it continues on the next row.
 	Truncate bool
 
-	// MemoryLimit bounds what Open may allocate for slots, the fetch
-	// window and output buffers; a Config needing more fails at Open with
-	// ErrMemory. Dictionaries get what is left: half for the cache, evicted
-	// least recently used first (those of units in flight stay), half for
-	// the decoders' column readers; a dictionary larger than the cache's
-	// half fails with ErrMemory. Default 1 GiB.
+	// MemoryLimit bounds what the loader holds: read slots, the decoded
+	// pages of the fetch window, token buffers, the side cache, the rows
+	// taken in and not yet delivered (the shuffle buffer's included) and
+	// the row batches a consumer holds unreleased. Open sizes them from
+	// the dataset and shrinks what it chose (read-ahead, then batch size)
+	// until they fit; a configuration whose one batch cannot fit fails at
+	// Open with ErrMemory saying what to raise or lower. Dictionaries get
+	// what is left: half for the cache, evicted least recently used first
+	// (those of units in flight stay), half for the decoders' column
+	// readers; a dictionary larger than the cache's half fails with
+	// ErrMemory. Default 1 GiB. Loader.PlannedBytes says what Open sized.
 	MemoryLimit int64
 
 	// Pin places the engine workers on the cores next to this rank's GPU.
@@ -283,6 +292,10 @@ type Config struct {
 
 	// Logf receives notices; default stderr.
 	Logf func(format string, args ...any)
+
+	// batchAuto and sideAuto record that fill chose BatchPages and
+	// SideCacheBytes: Open may lower them to fit MemoryLimit (sizing.go).
+	batchAuto, sideAuto bool
 }
 
 func btoi(b bool) int {
@@ -304,6 +317,14 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// Bounds of the sizes a Config may ask for, checked before anything is
+// sized: beyond them the arithmetic of the plan, not memory, would fail.
+const (
+	maxWorld      = 1 << 20 // ranks
+	maxBatchRows  = 1 << 24 // rows of a row batch, tokens of a row
+	maxBufferRows = 1 << 40 // rows of the shuffle buffer (MemoryLimit bounds it far lower)
+)
+
 // defaultCoalesce is Config.CoalesceBytes' default.
 const defaultCoalesce = 1280 << 10
 
@@ -321,12 +342,16 @@ func (c *Config) fill() error {
 	}
 	if c.BatchPages == 0 {
 		c.BatchPages = 64
+		c.batchAuto = true
 	}
 	if c.BatchPages < 0 || c.BatchPages > 1<<16 {
 		return fmt.Errorf("%w: batch of %d pages (want 1..65536)", ErrConfig, c.BatchPages)
 	}
-	if c.BatchRows < 0 {
-		return fmt.Errorf("%w: batch of %d rows", ErrConfig, c.BatchRows)
+	if c.BatchRows < 0 || c.BatchRows > maxBatchRows {
+		return fmt.Errorf("%w: batch of %d rows (want 0..%d)", ErrConfig, c.BatchRows, maxBatchRows)
+	}
+	if c.BufferRows > maxBufferRows {
+		return fmt.Errorf("%w: buffer of %d rows (want at most %d)", ErrConfig, c.BufferRows, maxBufferRows)
 	}
 	if c.Shuffle == ShuffleStream && c.BufferRows == 0 {
 		c.BufferRows = 8192
@@ -355,18 +380,23 @@ func (c *Config) fill() error {
 			return err
 		}
 	}
-	if c.World < 1 || c.Rank < 0 || c.Rank >= c.World {
-		return fmt.Errorf("%w: rank %d of world %d", ErrConfig, c.Rank, c.World)
+	if c.World < 1 || c.World > maxWorld || c.Rank < 0 || c.Rank >= c.World {
+		return fmt.Errorf("%w: rank %d of world %d (want a world of 1..%d and a rank below it)", ErrConfig, c.Rank, c.World, maxWorld)
 	}
 	if c.Output == OutputTokens {
 		if c.SeqLen == 0 {
 			c.SeqLen = 2048
 		}
-		if c.SeqLen < 0 {
-			return fmt.Errorf("%w: seq_len %d", ErrConfig, c.SeqLen)
+		if c.SeqLen < 0 || c.SeqLen > maxBatchRows {
+			return fmt.Errorf("%w: seq_len %d (want 0..%d)", ErrConfig, c.SeqLen, maxBatchRows)
 		}
 		if c.BatchRows == 0 {
 			c.BatchRows = 8
+		}
+		// cu_seqlens index the flattened matrix with int32.
+		if int64(c.BatchRows)*int64(c.SeqLen) >= math.MaxInt32 {
+			return fmt.Errorf("%w: a token matrix of %d rows × seq_len %d has %d tokens (want fewer than 2^31)",
+				ErrConfig, c.BatchRows, c.SeqLen, int64(c.BatchRows)*int64(c.SeqLen))
 		}
 		if c.EOS == 0 && !c.ExplicitEOS {
 			c.EOS = 50256
@@ -380,6 +410,7 @@ func (c *Config) fill() error {
 	}
 	if c.SideCacheBytes == 0 {
 		c.SideCacheBytes = 64 << 20
+		c.sideAuto = true
 	}
 	switch n := btoi(c.DropLast) + btoi(c.PadLast) + btoi(c.KeepUneven); {
 	case n > 1:

@@ -19,9 +19,15 @@ import (
 // It belongs to the producer goroutine.
 type directReader struct {
 	mode  engine.Tristate
-	files map[string]*engine.File
+	files map[string]*engine.File // at most directReaderFiles, most recent last in lru
+	lru   []string
 	buf   []byte // aligned; grown by ReadSpan when a file needs more
 }
+
+// directReaderFiles bounds the files the synchronous reader keeps open
+// (closed least recently used first): ordered fetch reads unit by unit,
+// and a dataset of 10,000 files must not hold 10,000 descriptors.
+const directReaderFiles = 4
 
 func newDirectReader(size int, mode engine.Tristate) *directReader {
 	return &directReader{mode: mode, files: map[string]*engine.File{}, buf: engine.AlignedBuffer(size + 2*4096)}
@@ -33,12 +39,21 @@ func newDirectReader(size int, mode engine.Tristate) *directReader {
 func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) {
 	f, ok := r.files[path]
 	if !ok {
+		if len(r.lru) >= directReaderFiles {
+			old := r.lru[0]
+			r.files[old].Close()
+			delete(r.files, old)
+			r.lru = r.lru[1:]
+		}
 		var err error
 		if f, err = engine.OpenFile(path, r.mode); err != nil {
 			return nil, 0, err
 		}
 		r.files[path] = f
+	} else {
+		r.lru = slices.DeleteFunc(r.lru, func(p string) bool { return p == path })
 	}
+	r.lru = append(r.lru, path)
 	b, moved, err := f.ReadSpan(&r.buf, off, n)
 	if err == io.EOF {
 		return nil, moved, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", len(b), n)
@@ -60,7 +75,7 @@ func (r *directReader) close() {
 	for _, f := range r.files {
 		f.Close()
 	}
-	r.files, r.buf = nil, nil
+	r.files, r.lru, r.buf = nil, nil, nil
 }
 
 // preadFile reads n bytes at off of path on the calling goroutine (the
@@ -79,8 +94,21 @@ func preadFile(path string, off int64, n int) ([]byte, error) {
 // fetchOrdered reads and decodes fb's units one at a time, in order, on the
 // producer goroutine.
 func (l *Loader) fetchOrdered(fb *fetchBatch) {
+	use := l.usesPageCache()
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
+		// Row shuffle's page cache (rowcache.go), one unit at a time: a
+		// unit either finds its page or reads it (and caches it for the
+		// next), never waits, and units land in plan order.
+		u.pc = pcNone
+		if use {
+			l.pcache.lookup(u.first, fb, u)
+		}
+		if u.pc == pcHit {
+			l.sa.pageHits.Add(1)
+			l.finishUnit(fb, u, nil)
+			continue
+		}
 		l.finishUnit(fb, u, l.readUnitSync(u))
 	}
 }

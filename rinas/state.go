@@ -372,7 +372,10 @@ func Reshard(states []*State, world int) ([]*State, error) {
 // run and epoch, with counts that cannot wrap around, and returns them
 // indexed by rank.
 func reshardByRank(states []*State, world int) ([]*State, error) {
-	if len(states) == 0 || world < 1 {
+	if world < 1 || world > maxWorld {
+		return nil, fmt.Errorf("%w: reshard to a world of %d (want 1..%d)", ErrConfig, world, maxWorld)
+	}
+	if len(states) == 0 {
 		return nil, fmt.Errorf("%w: reshard %d states to world %d", ErrState, len(states), world)
 	}
 	s0 := states[0]

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rinas
+
+const raceEnabled = false
