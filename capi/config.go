@@ -44,6 +44,7 @@ type jsonConfig struct {
 	MemoryLimit   int64           `json:"memory_limit"`
 	IODepth       int             `json:"iodepth"`
 	SkipBadPages  bool            `json:"skip_bad_pages"`
+	IOMode        rinas.IOMode    `json:"io_mode"` // auto|direct|buffered
 	Resume        json.RawMessage `json:"resume"`
 }
 
@@ -103,7 +104,7 @@ func toConfig(j *jsonConfig) (rinas.Config, error) {
 		BufferRows: j.BufferRows, Prefetch: j.Prefetch, Seed: j.Seed, Epoch: j.Epoch, Epochs: j.Epochs,
 		Rank: j.Rank, World: j.World, LocalRank: j.LocalRank, DropLast: j.DropLast, PadLast: j.PadLast,
 		KeepUneven: j.KeepUneven, Deterministic: j.Deterministic, SeqLen: j.SeqLen, Truncate: j.Truncate,
-		MemoryLimit: j.MemoryLimit, IODepth: j.IODepth, SkipBadPages: j.SkipBadPages,
+		MemoryLimit: j.MemoryLimit, IODepth: j.IODepth, SkipBadPages: j.SkipBadPages, IOMode: j.IOMode,
 	}
 	if j.EOS != nil {
 		c.EOS, c.ExplicitEOS = *j.EOS, true
