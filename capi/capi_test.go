@@ -10,10 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/pagefeed/pagefeed/codec"
@@ -110,7 +113,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 	seen := map[int64]bool{}
 	var held []int64
 	for {
-		bh, d, err := nextBatch(h)
+		bh, d, err := nextBatch(h, -1)
 		if err == io.EOF {
 			break
 		}
@@ -143,7 +146,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 	if len(seen) != 3000 {
 		t.Fatalf("%d ids, want 3000", len(seen))
 	}
-	st, err := stateJSON(h)
+	st, err := stateJSON(h, false)
 	if err != nil || !json.Valid(st) {
 		t.Fatalf("state %s, %v", st, err)
 	}
@@ -157,7 +160,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 	if err := closeLoader(h); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := nextBatch(h); status(err) != statusClosed {
+	if _, _, err := nextBatch(h, -1); status(err) != statusClosed {
 		t.Fatalf("next after close: %v", err)
 	}
 	if n := len(table.batches); n != 0 {
@@ -168,7 +171,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 func TestCloseWithBatchOutstanding(t *testing.T) {
 	dir := genData(t)
 	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"input_ids"}, "batch_rows": 7, "world": 1})
-	bh, d, err := nextBatch(h)
+	bh, d, err := nextBatch(h, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +261,7 @@ func TestTokensDescriptor(t *testing.T) {
 		x := extra["position_ids"] == true
 		sawPad, sawMidRow := false, false
 		for {
-			bh, d, err := nextBatch(h)
+			bh, d, err := nextBatch(h, -1)
 			if err == io.EOF {
 				break
 			}
@@ -347,5 +350,197 @@ func TestTokensConfigErrors(t *testing.T) {
 	}
 	if c, _, err := parseConfig([]byte(`{"paths":["a"],"tokens_dtype":"int32"}`)); err != nil || c.Tokens64 {
 		t.Fatalf("int32 with arrow output: %+v, %v", c, err)
+	}
+}
+
+// TestConfigRanges: every integer key is checked for type and range with
+// an error naming it, and a 0 that rinas would read as its default is
+// refused rather than silently replaced.
+func TestConfigRanges(t *testing.T) {
+	for _, tc := range []struct{ in, msg string }{
+		{`{"paths":["a"],"world":1.5}`, "world: number 1.5 is not an integer"},
+		{`{"paths":["a"],"world":9223372036854775808}`, "world: number 9223372036854775808 is not an integer"},
+		{`{"paths":["a"],"world":2000000}`, "world 2000000: want 0..1048576"},
+		{`{"paths":["a"],"world":-1}`, "world -1: want 0..1048576"},
+		{`{"paths":["a"],"world":2,"rank":2}`, "rank 2: want 0..1 (of world 2)"},
+		{`{"paths":["a"],"seq_len":0,"output":"tokens"}`, "seq_len 0: want 1..16777216 (leave the key out for the default)"},
+		{`{"paths":["a"],"memory_limit":-1}`, "memory_limit -1: want 1..9223372036854775807 bytes"},
+		{`{"paths":["a"],"memory_limit":0}`, "memory_limit 0"},
+		{`{"paths":["a"],"epochs":0}`, "epochs 0: want 1.."},
+		{`{"paths":["a"],"batch_pages":0}`, "batch_pages 0: want 1..65536"},
+		{`{"paths":["a"],"buffer_rows":1000000000000}`, "buffer_rows 1000000000000: want 0..2147483647"},
+		{`{"paths":["a"],"buffer_rows":0,"shuffle":"stream"}`, `buffer_rows 0: shuffle "stream" needs a buffer`},
+		{`{"paths":["a"],"seed":NaN}`, "config JSON at offset 23: invalid character 'N'"},
+		{`{"paths":["a"],"seed":-1}`, "seed: number -1 is not an integer in 0..18446744073709551615"},
+		{`{"paths":["a"],"epoch":18446744073709551615,"epochs":2}`, "past the last epoch number"},
+		{`{"paths":"a"}`, "paths: string is not a list of strings"},
+		{`{"paths":["a"],"drop_last":"yes"}`, "drop_last: string is not true or false"},
+		{`{"paths":["a"],"eos":3000000000}`, "eos: number 3000000000 is not an integer in -2147483648..2147483647"},
+	} {
+		_, _, err := parseConfig([]byte(tc.in))
+		if !errors.Is(err, rinas.ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want ErrConfig with %q", tc.in, err, tc.msg)
+		}
+	}
+	for _, in := range []string{
+		`{"paths":["a"],"world":0}`, `{"paths":["a"],"batch_rows":0,"buffer_rows":0,"prefetch":0,"iodepth":0}`,
+		`{"paths":["a"],"world":3,"rank":2,"seq_len":1,"output":"tokens","memory_limit":1,"epochs":1,"batch_pages":65536}`,
+	} {
+		if _, _, err := parseConfig([]byte(in)); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	if _, err := reshardJSON([]byte(`[]`), 1<<63-1); !errors.Is(err, rinas.ErrConfig) || !strings.Contains(err.Error(), "world 9223372036854775807: want 1..1048576") {
+		t.Errorf("reshard to 2**63-1 ranks: %v", err)
+	}
+}
+
+// TestNullArguments: a NULL pointer argument is a config error naming it.
+func TestNullArguments(t *testing.T) {
+	for name, rc := range map[string]int{
+		"pf_len":          int(pf_len(1, nil)),
+		"pf_epoch_len":    int(pf_epoch_len(1, 0, nil)),
+		"pf_next":         int(pf_next(1, nil)),
+		"pf_next_wait":    int(pf_next_wait(1, 0, nil)),
+		"pf_state":        int(pf_state(1, 0, nil)),
+		"pf_reshard":      int(pf_reshard(nil, 1, nil)),
+		"pf_open":         int(pf_open(nil, 0, nil)),
+		"pf_batch_export": int(pf_batch_export(1, 0, 0, nil, nil)),
+	} {
+		if rc != statusConfig || !strings.Contains(lastError(), "is NULL") {
+			t.Errorf("%s with NULL: status %d, %q", name, rc, lastError())
+		}
+	}
+}
+
+// TestTimedWait: with every batch held, a timed wait returns errTimeout
+// with nothing taken; once batches go back it goes on, and the epoch
+// still delivers every id once. Len follows the epoch of the batch
+// returned, and EpochLen plans other epochs.
+func TestTimedWait(t *testing.T) {
+	dir := genData(t)
+	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_pages": 1, "world": 1,
+		"epochs": 2, "shuffle": "none", "memory_limit": 64 << 20})
+	defer closeLoader(h)
+	seen := map[int64]int{}
+	take := func(bh int64) {
+		for _, a := range lookup(table.batches, bh).b.Columns[0].Arrays {
+			for _, v := range a.(interface{ Int64Values() []int64 }).Int64Values() {
+				seen[v]++
+			}
+		}
+	}
+	var held []int64
+	timeouts := 0
+	for len(held) < 1000 {
+		bh, _, err := nextBatch(h, 20*time.Millisecond)
+		if errors.Is(err, errTimeout) {
+			timeouts++
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		take(bh)
+		held = append(held, bh)
+	}
+	if timeouts == 0 {
+		t.Fatalf("%d batches held and no timeout: nothing blocks?", len(held))
+	}
+	if status(errTimeout) != statusTimeout {
+		t.Fatal("errTimeout's status")
+	}
+	for _, bh := range held {
+		releaseBatch(bh)
+	}
+	n0, _ := loaderLen(h)
+	steps := map[uint64]int{}
+	steps[0] = len(held)
+	for {
+		bh, d, err := nextBatch(h, 20*time.Millisecond)
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, errTimeout) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps[uint64(d.epoch)]++
+		if d.epoch == 0 {
+			take(bh)
+		}
+		if n, _ := loaderLen(h); int(n) != func() int { n, _ := lookup(table.loaders, h).l.EpochLen(uint64(d.epoch)); return n }() {
+			t.Fatalf("pf_len %d in epoch %d", n, d.epoch)
+		}
+		releaseBatch(bh)
+	}
+	if len(seen) != 3000 {
+		t.Fatalf("%d ids in epoch 0, want 3000", len(seen))
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Fatalf("id %d %d times", v, n)
+		}
+	}
+	for e := int64(0); e < 2; e++ {
+		if n, err := epochLen(h, e); err != nil || int(n) != steps[uint64(e)] {
+			t.Fatalf("epoch %d: EpochLen %d (%v), %d steps taken", e, n, err, steps[uint64(e)])
+		}
+	}
+	if int(n0) != steps[0] {
+		t.Fatalf("len %d before epoch 1, epoch 0 took %d", n0, steps[0])
+	}
+	if _, err := epochLen(h, -1); !errors.Is(err, rinas.ErrConfig) {
+		t.Fatalf("epoch -1: %v", err)
+	}
+}
+
+// TestCompactState: a compact state is the full one without the fields
+// that name the loader.
+func TestCompactState(t *testing.T) {
+	dir := genData(t)
+	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 10, "world": 1})
+	defer closeLoader(h)
+	bh, _, err := nextBatch(h, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseBatch(bh)
+	full, err := stateJSON(h, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, err := stateJSON(h, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f, c map[string]any
+	if json.Unmarshal(full, &f) != nil || json.Unmarshal(compact, &c) != nil {
+		t.Fatalf("%s %s", full, compact)
+	}
+	for _, k := range []string{"dataset", "files", "shuffle", "output"} {
+		if _, ok := c[k]; ok {
+			t.Errorf("compact state has %q", k)
+		}
+		delete(f, k)
+	}
+	if !maps.EqualFunc(f, c, func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+		t.Fatalf("full %v\ncompact %v", f, c)
+	}
+}
+
+// TestErrno: an error from a system call (a symlink loop) has its own
+// status and errno, not the generic one.
+func TestErrno(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop.parquet")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openLoader([]byte(`{"paths":["` + loop + `"]}`))
+	if status(err) != statusOS || errnoOf(err) != syscall.ELOOP {
+		t.Fatalf("symlink loop: %v (status %d, errno %v)", err, status(err), errnoOf(err))
 	}
 }

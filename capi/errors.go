@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"syscall"
 
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/index"
@@ -23,6 +24,8 @@ const (
 	statusCorrupt  = -5 // pagefeed.CorruptPageError
 	statusMemory   = -6 // MemoryError
 	statusClosed   = -7 // pagefeed.ClosedError
+	statusOS       = -8 // OSError with pf_last_errno's errno
+	statusTimeout  = 2  // pf_next_wait: no batch in time
 )
 
 // errClosed answers calls on a closed loader or an unknown handle.
@@ -37,19 +40,33 @@ func status(err error) int {
 		return statusOK
 	case errors.Is(err, io.EOF):
 		return statusEOF
+	case errors.Is(err, errTimeout):
+		return statusTimeout
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, index.ErrEmpty):
 		return statusNotFound
 	case errors.Is(err, rinas.ErrMemory):
 		return statusMemory
 	case errors.Is(err, rinas.ErrState):
 		return statusState
-	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn):
+	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn), errors.Is(err, index.ErrNotFile):
 		return statusConfig
 	case errors.Is(err, codec.ErrCorrupt), errors.Is(err, codec.ErrCRC),
 		errors.Is(err, index.ErrCorrupt), errors.Is(err, index.ErrNotParquet):
 		return statusCorrupt
 	case errors.Is(err, rinas.ErrClosed), errors.Is(err, errClosed), errors.Is(err, context.Canceled):
 		return statusClosed
+	case errnoOf(err) != 0:
+		return statusOS
 	}
 	return statusErr
+}
+
+// errnoOf returns the system error number err wraps (a path that loops,
+// that may not be read, an I/O error), or 0.
+func errnoOf(err error) syscall.Errno {
+	var no syscall.Errno
+	if errors.As(err, &no) {
+		return no
+	}
+	return 0
 }
