@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +56,7 @@ type RegimesConfig struct {
 	// default all.
 	Regimes []string
 	Runtime time.Duration // per run; default 5s
-	Rounds  int           // fits: rounds of alternating runs (medians); default 1
+	Rounds  int           // rounds of alternating runs in each regime, fio included (medians); default 1
 	// Memory is the memory cgroup's limit for the larger-than-memory
 	// regime; default a quarter of the dataset's projected bytes (the
 	// dataset 4× the memory).
@@ -150,7 +151,8 @@ type RegimeRow struct {
 	DiskBps     float64 `json:"read_bytes_per_sec"` // bytes read per second (O_DIRECT reads rounded out)
 	BatchP99Ns  float64 `json:"batch_p99_ns"`
 	RSSPeak     int64   `json:"rss_peak_bytes"`
-	IOMode      string  `json:"io_mode"` // the mode the run read in (auto: its choice)
+	Depth       float64 `json:"iodepth_kept,omitempty"` // reads in the kernel on average at the engine's waits (io_uring)
+	IOMode      string  `json:"io_mode"`                // the mode the run read in (auto: its choice)
 	IOReason    string  `json:"io_mode_reason,omitempty"`
 	Runs        int     `json:"runs"`
 	Err         string  `json:"error,omitempty"` // the run failed (e.g. killed by the cgroup's OOM killer)
@@ -167,28 +169,46 @@ type Regime struct {
 }
 
 // DeviceLimit is fio's random reads over the dataset's files at the
-// dataset's read-size mix and the loader's queue depth, O_DIRECT, in the
-// same memory cgroup as the larger-than-memory regime, and the loader's
-// bytes per second (at its defaults, larger than memory) as a share of
-// fio's.
+// dataset's read-size mix, O_DIRECT, in the same memory cgroup as the
+// larger-than-memory regime: at the loader's configured depth
+// (--iodepth), and at the depth each loader run kept in the kernel on
+// average (its engine's, measured at its waits), with the loader's
+// bytes per second (larger than memory) as a share of fio's at that
+// depth.
 type DeviceLimit struct {
-	Args    []string `json:"fio_args"`
+	Args    []string `json:"fio_args"` // at the configured depth
 	BWBytes float64  `json:"fio_bytes_per_sec"`
 	IOPS    float64  `json:"fio_iops"`
+	// Fio is every fio run, by depth (the configured one first).
+	Fio []FioRun `json:"fio_runs"`
 	// Loaders are the loader's runs larger than memory that read from
-	// the device (auto and O_DIRECT), with their bytes/s as a share of
-	// fio's. Auto's bytes include what it read from the page cache.
+	// the device (auto and O_DIRECT). Auto's bytes include what it read
+	// from the page cache.
 	Loaders []DeviceShare `json:"loaders"`
 	Skipped string        `json:"skipped,omitempty"`
 	Load    string        `json:"load"`
 }
 
-// DeviceShare is a loader run's read bytes per second against fio's.
+// FioRun is one fio run of DeviceLimit.
+type FioRun struct {
+	Depth   int     `json:"iodepth"`
+	BWBytes float64 `json:"bytes_per_sec"`
+	IOPS    float64 `json:"iops"`
+	Err     string  `json:"error,omitempty"`
+}
+
+// DeviceShare is a loader run's read bytes per second against fio's at
+// the configured depth and at the depth the run kept in the kernel.
 type DeviceShare struct {
 	Label string  `json:"label"`
 	Short string  `json:"short"`
 	Bps   float64 `json:"read_bytes_per_sec"`
-	Ratio float64 `json:"ratio_to_fio"`
+	Ratio float64 `json:"ratio_to_fio"` // against fio at the configured depth
+	// Depth is the reads the run kept in the kernel on average (at its
+	// engine's waits); RatioSameDepth its bytes/s over fio's at that
+	// depth (0: not measured).
+	Depth          float64 `json:"iodepth_kept"`
+	RatioSameDepth float64 `json:"ratio_to_fio_same_depth"`
 }
 
 // RegimesResult is CompareRegimes' answer.
@@ -366,12 +386,7 @@ func CompareRegimes(ctx context.Context, cfg RegimesConfig) (*RegimesResult, err
 		}
 	}
 	if wantDevice {
-		cfg.device(ctx, d, g, &res.Device)
-		for _, row := range res.Larger.Rows {
-			if row.Err == "" && res.Device.BWBytes > 0 && (row.Short == "auto" || row.Short == "direct") {
-				res.Device.Loaders = append(res.Device.Loaders, DeviceShare{row.Label, row.Short, row.DiskBps, row.DiskBps / res.Device.BWBytes})
-			}
-		}
+		cfg.device(ctx, d, g, res.Larger.Rows, &res.Device)
 	}
 	return res, nil
 }
@@ -420,27 +435,38 @@ func (cfg *RegimesConfig) fits(ctx context.Context, d DatasetFacts, out *Regime)
 	return nil
 }
 
-// larger runs every contender inside g, each once, with the page cache
-// dropped before it.
+// larger runs every contender inside g, Rounds times alternating, with
+// the page cache dropped before each run.
 func (cfg *RegimesConfig) larger(ctx context.Context, d DatasetFacts, g *cgroup.Group, out *Regime) error {
 	out.Load = loadavg()
-	for _, c := range cfg.Cases {
-		pc := cfg.Base
-		pc.Name, pc.Runtime, pc.Loops = c.Label, cfg.Runtime, 0
-		c.Mod(&pc)
-		if note := cfg.coldCache(d.Files); note != "" && !contains(out.Notes, note) {
-			out.Notes = append(out.Notes, note)
+	runs := make([][]ParquetJob, len(cfg.Cases))
+	errs := make([]string, len(cfg.Cases))
+	for r := 0; r < cfg.Rounds; r++ {
+		for i, c := range cfg.Cases {
+			pc := cfg.Base
+			pc.Name, pc.Runtime, pc.Loops = c.Label, cfg.Runtime, 0
+			c.Mod(&pc)
+			if note := cfg.coldCache(d.Files); note != "" && !contains(out.Notes, note) {
+				out.Notes = append(out.Notes, note)
+			}
+			j, err := cfg.runIn(ctx, g, pc)
+			if err != nil {
+				if errs[i] == "" {
+					errs[i] = err.Error()
+				}
+				fmt.Fprintf(cfg.Progress, "larger than memory (%s cgroup), round %d/%d: %-32s failed: %v\n", fmtBytes(float64(g.Limit), true), r+1, cfg.Rounds, c.Label, err)
+				continue
+			}
+			runs[i] = append(runs[i], *j)
+			fmt.Fprintf(cfg.Progress, "larger than memory (%s cgroup), round %d/%d: %-32s %10.0f rows/s  %s\n", fmtBytes(float64(g.Limit), true), r+1, cfg.Rounds, c.Label, j.RowsPerSec, j.IOMode)
 		}
-		j, err := cfg.runIn(ctx, g, pc)
-		row := RegimeRow{Label: c.Label, Short: c.Short}
-		if err != nil {
-			row.Err = err.Error()
-			fmt.Fprintf(cfg.Progress, "larger than memory (%s cgroup): %-32s failed: %v\n", fmtBytes(float64(g.Limit), true), c.Label, err)
-		} else {
-			row = regimeRow(c, []ParquetJob{*j}, "")
-			fmt.Fprintf(cfg.Progress, "larger than memory (%s cgroup): %-32s %10.0f rows/s  %s\n", fmtBytes(float64(g.Limit), true), c.Label, j.RowsPerSec, j.IOMode)
+	}
+	for i, c := range cfg.Cases {
+		e := ""
+		if len(runs[i]) == 0 {
+			e = errs[i]
 		}
-		out.Rows = append(out.Rows, row)
+		out.Rows = append(out.Rows, regimeRow(c, runs[i], e))
 	}
 	out.Load += " → " + loadavg()
 	return nil
@@ -495,8 +521,9 @@ func runCmd(cmd *exec.Cmd, name string) ([]byte, error) {
 }
 
 // device runs fio inside g: random O_DIRECT reads over the dataset's
-// files at its read-size mix and the loader's queue depth.
-func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.Group, out *DeviceLimit) {
+// files at its read-size mix, at the loader's configured depth and at the
+// depth each of the loader's runs (rows) kept in the kernel.
+func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.Group, rows []RegimeRow, out *DeviceLimit) {
 	if _, err := exec.LookPath(cfg.Fio); err != nil {
 		out.Skipped = fmt.Sprintf("fio is not installed (%v; apt-get install fio)", err)
 		fmt.Fprintf(cfg.Progress, "device limit: skipped: %s\n", out.Skipped)
@@ -506,29 +533,71 @@ func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.
 	for i, f := range d.Files {
 		names[i] = strings.ReplaceAll(f, ":", `\:`)
 	}
-	out.Args = []string{"--name=device-limit", "--filename=" + strings.Join(names, ":"), "--rw=randread",
-		"--bssplit=" + d.BSSplit, "--ioengine=io_uring", "--direct=1", "--iodepth=" + strconv.Itoa(cfg.Base.IODepth),
-		"--runtime=" + strconv.FormatInt(cfg.Runtime.Milliseconds(), 10) + "ms", "--time_based", "--output-format=json"}
-	cfg.coldCache(d.Files)
+	args := func(depth int) []string {
+		return []string{"--name=device-limit", "--filename=" + strings.Join(names, ":"), "--rw=randread",
+			"--bssplit=" + d.BSSplit, "--ioengine=io_uring", "--direct=1", "--iodepth=" + strconv.Itoa(depth),
+			"--runtime=" + strconv.FormatInt(cfg.Runtime.Milliseconds(), 10) + "ms", "--time_based", "--output-format=json"}
+	}
+	out.Args = args(cfg.Base.IODepth)
+	depths := []int{cfg.Base.IODepth}
+	for _, row := range rows {
+		if row.Err == "" && (row.Short == "auto" || row.Short == "direct") && row.Depth >= 1 {
+			if k := int(row.Depth + 0.5); !slices.Contains(depths, k) {
+				depths = append(depths, k)
+			}
+		}
+	}
 	out.Load = loadavg()
-	b, err := runCmd(g.Command(ctx, cfg.Fio, out.Args...), "fio")
+	bw := make([][]float64, len(depths))
+	iops := make([][]float64, len(depths))
+	errs := make([]string, len(depths))
+	for r := 0; r < cfg.Rounds; r++ {
+		for k, depth := range depths {
+			cfg.coldCache(d.Files)
+			b, err := runCmd(g.Command(ctx, cfg.Fio, args(depth)...), "fio")
+			var m Metrics
+			if err == nil {
+				var fo *FioOutput
+				if fo, err = DecodeFio(b); err == nil {
+					m, err = MetricsOf(fo)
+				}
+			}
+			if err != nil {
+				errs[k] = err.Error()
+				fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: fio at depth %d failed: %v\n", r+1, cfg.Rounds, depth, err)
+				continue
+			}
+			bw[k], iops[k] = append(bw[k], m.BWBytes), append(iops[k], m.IOPS)
+			fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: fio at depth %d: %s\n", r+1, cfg.Rounds, depth, fmtBytesRate(m.BWBytes))
+		}
+	}
+	for k, depth := range depths {
+		run := FioRun{Depth: depth}
+		if len(bw[k]) == 0 {
+			run.Err = errs[k]
+		} else {
+			run.BWBytes, run.IOPS = median(bw[k]), median(iops[k])
+		}
+		out.Fio = append(out.Fio, run)
+	}
 	out.Load += " → " + loadavg()
-	if err != nil {
-		out.Skipped = fmt.Sprintf("fio failed: %v", err)
+	if out.Fio[0].Err != "" {
+		out.Skipped = "fio failed: " + out.Fio[0].Err
 		return
 	}
-	fo, err := DecodeFio(b)
-	if err != nil {
-		out.Skipped = fmt.Sprintf("fio's JSON: %v", err)
-		return
+	out.BWBytes, out.IOPS = out.Fio[0].BWBytes, out.Fio[0].IOPS
+	for _, row := range rows {
+		if row.Err != "" || (row.Short != "auto" && row.Short != "direct") {
+			continue
+		}
+		sh := DeviceShare{Label: row.Label, Short: row.Short, Bps: row.DiskBps, Ratio: row.DiskBps / out.BWBytes, Depth: row.Depth}
+		for _, f := range out.Fio {
+			if row.Depth >= 1 && f.Depth == int(row.Depth+0.5) && f.Err == "" && f.BWBytes > 0 {
+				sh.RatioSameDepth = row.DiskBps / f.BWBytes
+			}
+		}
+		out.Loaders = append(out.Loaders, sh)
 	}
-	m, err := MetricsOf(fo)
-	if err != nil {
-		out.Skipped = fmt.Sprintf("fio's JSON: %v", err)
-		return
-	}
-	out.BWBytes, out.IOPS = m.BWBytes, m.IOPS
-	fmt.Fprintf(cfg.Progress, "device limit: fio %s, %s\n", fmtBytesRate(out.BWBytes), strings.Join(out.Args[2:], " "))
 }
 
 // regimeRow is the median of a contender's runs.
@@ -541,6 +610,9 @@ func regimeRow(c ParquetCase, js []ParquetJob, errText string) RegimeRow {
 		bps = append(bps, float64(j.Read.BWBytes))
 		p99 = append(p99, float64(j.BatchLatNs.Percentile["99.000000"]))
 		r.RSSPeak = max(r.RSSPeak, j.RSSPeakBytes)
+		if st := j.EngineStats; st != nil && st.Waits > 0 {
+			r.Depth = float64(st.InKernelAtWaits) / float64(st.Waits)
+		}
 		r.IOMode, r.IOReason = j.IOMode, j.IOReason
 	}
 	if len(js) > 0 {
@@ -593,10 +665,21 @@ func WriteRegimes(w io.Writer, r *RegimesResult) error {
 		_, err := fmt.Fprintf(w, "device limit: skipped: %s\n", dv.Skipped)
 		return err
 	}
-	fmt.Fprintf(w, "device limit (load %s): fio %s over the dataset's files, in the same cgroup: %s\n",
-		dv.Load, strings.Join(dv.Args[2:len(dv.Args)-3], " "), fmtBytesRate(dv.BWBytes))
+	fmt.Fprintf(w, "device limit (load %s): fio %s over the dataset's files, in the same cgroup:", dv.Load, strings.Join(dv.Args[2:len(dv.Args)-4], " "))
+	for _, f := range dv.Fio {
+		if f.Err != "" {
+			fmt.Fprintf(w, " depth %d failed (%s);", f.Depth, f.Err)
+			continue
+		}
+		fmt.Fprintf(w, " depth %d %s;", f.Depth, fmtBytesRate(f.BWBytes))
+	}
+	fmt.Fprintln(w)
 	for _, l := range dv.Loaders {
-		fmt.Fprintf(w, "  %s, larger than memory: %s, %.2f× fio\n", l.Label, fmtBytesRate(l.Bps), l.Ratio)
+		same := ""
+		if l.RatioSameDepth > 0 {
+			same = fmt.Sprintf(", %.2f× fio at the depth it kept (%.0f)", l.RatioSameDepth, l.Depth)
+		}
+		fmt.Fprintf(w, "  %s, larger than memory: %s, %.2f× fio at depth %d%s\n", l.Label, fmtBytesRate(l.Bps), l.Ratio, dv.Fio[0].Depth, same)
 	}
 	return nil
 }

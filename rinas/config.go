@@ -231,13 +231,14 @@ type Config struct {
 	Pin PinOptions
 
 	// IOMode is how pages are read. IOAuto (the default) chooses per
-	// file at Open and again at every epoch's start: buffered reads
-	// (the page cache) for files already cached and for as many others
-	// as stay in three quarters of the page cache this job can hold —
-	// the node's MemAvailable, split among its $LOCAL_WORLD_SIZE ranks,
-	// and no more than the memory cgroup's limit leaves — and O_DIRECT
-	// for the rest, which would churn through the cache and evict the
-	// rest (Stats.IOMode and IOReason say what was chosen and why).
+	// file at Open and again at every epoch's start: buffered reads (the
+	// page cache) when the projected bytes stay in three quarters of the
+	// page cache this job can hold — the node's MemAvailable, split among
+	// its $LOCAL_WORLD_SIZE ranks, and no more than the memory cgroup's
+	// limit leaves; when they do not, O_DIRECT, which neither churns
+	// through the cache nor evicts it, but for the files already cached
+	// (as many as fit), whose reads hit the cache (Stats.IOMode and
+	// IOReason say what was chosen and why).
 	// Residency comes from cachestat(2), or mincore(2) on kernels before
 	// 6.5. IODirect and IOBuffered read every file one way. With IOAuto,
 	// an Engine.Direct of On or Off is an explicit choice and wins.

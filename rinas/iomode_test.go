@@ -27,10 +27,11 @@ func TestParseIOMode(t *testing.T) {
 	}
 }
 
-// TestChooseIO is auto's rule over files and memory: what fits three
-// quarters of the page cache this job can hold goes buffered, the least
-// uncached first; cached files go buffered whatever their size; the node's
-// memory is shared by its local ranks and capped by the memory cgroup.
+// TestChooseIO is auto's rule over files and memory: a dataset whose
+// projected bytes fit three quarters of the page cache this job can hold
+// reads buffered; one that does not reads O_DIRECT but for the files
+// already cached, most cached first, as many as fit; the node's memory is
+// shared by its local ranks and capped by the memory cgroup.
 func TestChooseIO(t *testing.T) {
 	const M = 1 << 20
 	unlimited := int64(cgroup.Unlimited)
@@ -47,16 +48,22 @@ func TestChooseIO(t *testing.T) {
 	}{
 		{"fits the node", []ioFile{{100 * M, 0}, {100 * M, 0}}, node(1000 * M), []bool{false, false}, "buffered", "stay in the 1000 MiB"},
 		{"larger than the node", []ioFile{{800 * M, 0}, {800 * M, 0}}, node(1000 * M), []bool{true, true}, "direct", "would not stay"},
-		{"part fits: the smaller cold file", []ioFile{{700 * M, 0}, {300 * M, 0}, {500 * M, 0}}, node(1000 * M), []bool{true, false, true}, "mixed", "1 files (300 MiB"},
-		{"cached first, whatever its size", []ioFile{{300 * M, 0}, {600 * M, 600 * M}}, node(800 * M),
+		{"part would fit: no file is cached, all direct", []ioFile{{700 * M, 0}, {300 * M, 0}, {500 * M, 0}}, node(1000 * M),
+			[]bool{true, true, true}, "direct", "would not stay"},
+		{"the cached file buffered, the cold one direct", []ioFile{{300 * M, 0}, {600 * M, 600 * M}}, node(800 * M),
 			// hold = 600 cached + 200 free; budget 600: the cached file
 			// alone fills it.
-			[]bool{true, false}, "mixed", "600 MiB cached now"},
-		{"cached file beyond the budget stays buffered", []ioFile{{900 * M, 880 * M}}, node(900 * M), []bool{false}, "buffered", ""},
+			[]bool{true, false}, "mixed", "1 files already cached (600 MiB) buffered"},
+		{"the most cached first, as many as fit", []ioFile{{300 * M, 280 * M}, {300 * M, 300 * M}, {300 * M, 290 * M}}, node(900 * M),
+			// hold 900, budget 675: two of the three cached files.
+			[]bool{true, false, false}, "mixed", "2 files already cached"},
+		{"a cached file larger than the budget reads direct", []ioFile{{900 * M, 880 * M}}, node(900 * M), []bool{true}, "direct", ""},
 		{"local ranks share the node", []ioFile{{300 * M, 0}}, ioFacts{avail: 1000 * M, localWorld: 4, cgroup: unlimited, cgLimit: unlimited},
 			[]bool{true}, "direct", "shared by 4 local ranks"},
 		{"the cgroup caps the node", []ioFile{{100 * M, 0}, {100 * M, 0}}, ioFacts{avail: 10000 * M, localWorld: 1, cgroup: 200 * M, cgLimit: 256 * M},
-			[]bool{false, true}, "mixed", "memory cgroup limit 256 MiB"},
+			[]bool{true, true}, "direct", "memory cgroup limit 256 MiB"},
+		{"within the cgroup", []ioFile{{60 * M, 0}, {60 * M, 0}}, ioFacts{avail: 10000 * M, localWorld: 1, cgroup: 200 * M, cgLimit: 256 * M},
+			[]bool{false, false}, "buffered", "memory cgroup limit 256 MiB"},
 		{"the cgroup counts the cached pages as its own", []ioFile{{100 * M, 100 * M}, {100 * M, 0}}, ioFacts{avail: 10000 * M, localWorld: 1, cgroup: 200 * M, cgLimit: 256 * M},
 			// hold = 100 cached + (200-100) free = 200; budget 150: the
 			// cold file does not fit beside the cached one.

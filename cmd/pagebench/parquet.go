@@ -85,7 +85,7 @@ func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
 	p.ioengine = fs.String("ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
 	p.eng = fs.String("engine", "pagefeed", "pagefeed|arrowgo|decode")
 	fs.StringVar(&p.direct, "direct", "", "1: O_DIRECT reads (--io-mode=direct), 0: buffered (--io-mode=buffered); default auto")
-	fs.StringVar(&p.ioMode, "io-mode", "auto", "auto|direct|buffered: auto reads buffered what stays in the page cache this job can hold, O_DIRECT the rest")
+	fs.StringVar(&p.ioMode, "io-mode", "auto", "auto|direct|buffered: auto reads buffered a dataset that stays in the page cache this job can hold, O_DIRECT one that does not (but for files already cached)")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
 	fs.BoolVar(&cfg.Pin, "pin", false, "pin engine workers to this local rank's GPU cores ($LOCAL_RANK)")
 	fs.StringVar(&p.format, "output-format", "normal", "normal|json")

@@ -109,7 +109,7 @@ func parseTune(args []string, stderr io.Writer) (cfg bench.TuneConfig, replot st
 	fs.StringVar(&t.prefetch, "prefetch", "1,2,4,8", "Parquet: batches read ahead")
 	fs.StringVar(&t.runtime, "runtime", "2s", "time per point (at least 200ms)")
 	fs.Var(&t.direct, "direct", "raw: O_DIRECT reads: on|off")
-	fs.StringVar(&t.ioMode, "io-mode", "auto", "Parquet: auto|direct|buffered (auto: buffered what stays in the page cache this job can hold, O_DIRECT the rest)")
+	fs.StringVar(&t.ioMode, "io-mode", "auto", "Parquet: auto|direct|buffered (auto: buffered a dataset that stays in the page cache this job can hold, O_DIRECT one that does not)")
 	fs.StringVar(&t.sweep, "sweep-memory", "", "Parquet: instead of the grid, rows/s of auto, direct, buffered and mmap inside a memory cgroup per dataset ÷ memory `ratio` (e.g. 1/4,1/2,1,2,4), and its chart")
 	fs.BoolVar(&cfg.CompareFio, "compare-fio", false, "raw: run fio on every point too, where fio is installed")
 	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary for --compare-fio")
