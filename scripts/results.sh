@@ -26,6 +26,7 @@
 # (dataset, default 8 files of 20000 rows), BIG_FILES and BIG_ROWS (the
 # regimes' dataset, default 16 files of 45000 rows, about 1 GiB),
 # SWEEP (ratios, default 1/4,1/2,1,2,4) and SWEEP_RUNTIME (default 4),
+# REGIME_ROUNDS (alternating rounds of the regimes and fio, default 3),
 # DIR (scratch, default out/results, removed at the end), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,7 @@ BIG_FILES=${BIG_FILES:-16}
 BIG_ROWS=${BIG_ROWS:-45000}
 SWEEP=${SWEEP:-1/4,1/2,1,2,4}
 SWEEP_RUNTIME=${SWEEP_RUNTIME:-4}
+REGIME_ROUNDS=${REGIME_ROUNDS:-3}
 started=$(date +%s)
 DIR=${DIR:-$PWD/out/results}
 OUT=${OUT:-docs/results.md}
@@ -153,7 +155,7 @@ echo "results.sh: read modes where the dataset fits and where it does not ($RUNT
 rg=$(mktemp) sw=$(mktemp) iorows=$(mktemp)
 trap 'rm -rf "$DIR" "$rows" "$rg" "$sw" "$iorows"' EXIT
 bin/pagebench --parquet="$big" --column=input_ids --regimes=fits,larger,device --runtime="$RUNTIME" \
-	--rounds="$PAIRS" --output-format=json >"$rg" 2>/dev/null || echo '{}' >"$rg"
+	--rounds="$REGIME_ROUNDS" --output-format=json >"$rg" 2>/dev/null || echo '{}' >"$rg"
 echo "results.sh: rows/s against dataset ÷ memory ($SWEEP; $SWEEP_RUNTIME s each)" >&2
 mkdir -p docs/img
 bin/pagebench --parquet="$big" --column=input_ids --sweep="$SWEEP" --runtime="$SWEEP_RUNTIME" \
@@ -183,7 +185,7 @@ def rows(reg, where):
         if x.get("error"):
             row("rows/s, %s: %s" % (where, x["label"]), "failed: " + x["error"], "", ""); continue
         v = x["rows_per_sec"]
-        row("rows/s, %s: %s (read %s) against the mmap page shuffle (load %s)" % (where, x["label"], x["io_mode"], load),
+        row("rows/s, %s: %s (read %s) against the mmap page shuffle (median of %d runs, load %s)" % (where, x["label"], x["io_mode"], x["runs"], load),
             "%.0f" % v, "%.0f" % mm, "%.2fx" % (v / mm) if mm else "-")
     a = rs.get("auto", {}).get("rows_per_sec", 0)
     row("rows/s, %s: auto against the better of O_DIRECT and buffered (load %s)" % (where, load), "%.0f" % a, "%.0f" % best, "%.2fx" % (a / best) if best else "-")
