@@ -48,7 +48,7 @@ func status(err error) int {
 		return statusMemory
 	case errors.Is(err, rinas.ErrState):
 		return statusState
-	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn), errors.Is(err, index.ErrNotFile):
+	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn):
 		return statusConfig
 	case errors.Is(err, codec.ErrCorrupt), errors.Is(err, codec.ErrCRC),
 		errors.Is(err, index.ErrCorrupt), errors.Is(err, index.ErrNotParquet):
@@ -57,6 +57,9 @@ func status(err error) int {
 		return statusClosed
 	case errnoOf(err) != 0:
 		return statusOS
+	case errors.Is(err, index.ErrNotFile):
+		// a FIFO, socket or device as a path (a link loop has its errno)
+		return statusConfig
 	}
 	return statusErr
 }

@@ -68,10 +68,6 @@ type loaderEnt struct {
 	// last is the handle of the last batch Next returned, while neither
 	// released nor exported: the one pf_unread may give back.
 	last int64
-	// sliced says a timed wait may end a Next early: page batches, whose
-	// Next keeps what it waited for. A cancelled Next of row batches may
-	// drop the rows of the batch it was cutting, so those wait whole.
-	sliced bool
 }
 
 // batchEnt is one batch handed out. refs counts the caller's reference
@@ -97,7 +93,7 @@ func openLoader(cfgJSON []byte) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e := &loaderEnt{l: l, x: x, sliced: cfg.BatchRows == 0 && cfg.Output != rinas.OutputTokens}
+	e := &loaderEnt{l: l, x: x}
 	e.n.Store(int64(l.Len()))
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return register(table.loaders, e), nil
@@ -148,9 +144,8 @@ func nextBatch(h int64, timeout time.Duration) (int64, *C.pf_batch, error) {
 	var bh int64
 	var desc *C.pf_batch
 	err := withLoader(h, func(e *loaderEnt) error {
-		if !e.sliced {
-			timeout = -1
-		}
+		// A Next cut short keeps what it waited for (rinas assembles
+		// transactionally): the next call goes on from there.
 		ctx := e.waitCtx(timeout)
 		var err error
 		b, err = e.l.Next(ctx)
@@ -165,7 +160,7 @@ func nextBatch(h int64, timeout time.Duration) (int64, *C.pf_batch, error) {
 		be := &batchEnt{b: b, loader: h}
 		be.refs.Store(1)
 		bh = register(table.batches, be)
-		desc, err = describe(bh, b, x, &be.pin)
+		desc, err = describeBatch(bh, b, x, &be.pin)
 		if err != nil {
 			// The batch never reached the caller: its rows go back
 			// to the loader rather than being lost.
@@ -219,13 +214,25 @@ func unreadBatch(h, bh int64) error {
 	})
 }
 
-// unread gives b back to l (rinas.Loader.Unread), where the loader has it.
+// unread gives b back to l (rinas.Loader.Unread); a batch l cannot take
+// back is the caller's mistake, a config error.
 func unread(l *rinas.Loader, b *rinas.Batch) error {
-	u, ok := any(l).(interface{ Unread(*rinas.Batch) error })
-	if !ok {
-		return fmt.Errorf("pagefeed: this build's loader cannot take a batch back")
+	err := l.Unread(b)
+	if errors.Is(err, rinas.ErrUnread) {
+		return fmt.Errorf("%w: %v", rinas.ErrConfig, err)
 	}
-	return u.Unread(b)
+	return err
+}
+
+// describeBatch is describe, but where a test makes it fail
+// (failDescribe).
+var describeBatch = describe
+
+// failDescribe makes describeBatch fail with err until restore is called
+// (for tests, which cannot name cgo's types).
+func failDescribe(err error) (restore func()) {
+	describeBatch = func(int64, *rinas.Batch, extras, *runtime.Pinner) (*C.pf_batch, error) { return nil, err }
+	return func() { describeBatch = describe }
 }
 
 // describe builds the C descriptor of b: its token matrix (and the

@@ -1,5 +1,10 @@
 package codec
 
+import (
+	"encoding/binary"
+	"io"
+)
+
 // RowStarts returns how many rows start in the data page in pageBytes
 // (header and body as read from disk at file offset off) of chunk c, and
 // whether its first level continues a row that an earlier page began.
@@ -55,7 +60,7 @@ func (d *Decoder) rowStarts(c *Chunk, pageBytes []byte) (rows int, continues boo
 		return 0, false, kindf(ErrPageTooLarge, "page claims %d values; limit %d", nv, d.opts.MaxPageValues)
 	}
 	maxRep := c.Descr.MaxRepetitionLevel()
-	if maxRep == 0 {
+	if maxRep == 0 || nv == 0 {
 		return nv, false, nil
 	}
 	d.noteNeed(nv, int(h.UncompressedSize))
@@ -70,7 +75,7 @@ func (d *Decoder) rowStarts(c *Chunk, pageBytes []byte) (rows int, continues boo
 			return 0, false, kindf(ErrCorrupt, "data page v2 level lengths %d+%d exceed the page", h.V2.RepLevelsLen, h.V2.DefLevelsLen)
 		}
 	} else if page = storedPlain(c, &h, body); page == nil {
-		if page, err = d.expandSpan(c, 0, &h, body); err != nil {
+		if page, err = d.levelHead(c, &h, body); err != nil {
 			return 0, false, err
 		}
 	}
@@ -89,4 +94,33 @@ func (d *Decoder) rowStarts(c *Chunk, pageBytes []byte) (rows int, continues boo
 		}
 	}
 	return rows, nv > 0 && reps[0] != 0, nil
+}
+
+// levelHead returns the head of a compressed V1 page that holds its
+// repetition levels (their 4-byte length and the levels), decompressing
+// no more than that where the codec streams: the levels come first, and
+// the values, most of the page, are not needed.
+func (d *Decoder) levelHead(c *Chunk, h *PageHeader, body []byte) ([]byte, error) {
+	r, err := d.dec.stream(c.Codec, body)
+	if err != nil {
+		return nil, decompressErr(c.Codec, err)
+	}
+	if r == nil {
+		return d.expandSpan(c, 0, h, body)
+	}
+	defer d.dec.endStream()
+	head := d.spanBytes(0, 4)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return nil, decompressErr(c.Codec, err)
+	}
+	n := int64(binary.LittleEndian.Uint32(head))
+	if n > int64(h.UncompressedSize)-4 {
+		return nil, kindf(ErrCorrupt, "levels of %d bytes overrun the page", n)
+	}
+	head = d.spanBytes(0, 4+int(n)) // may be a new buffer
+	binary.LittleEndian.PutUint32(head, uint32(n))
+	if _, err := io.ReadFull(r, head[4:]); err != nil {
+		return nil, decompressErr(c.Codec, err)
+	}
+	return head, nil
 }

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,16 +105,22 @@ func TestRowStartsMatchesDecode(t *testing.T) {
 		name string
 		arr  arrow.Array
 	}{
-		{"long lists", lists(600, 3000, false)},
-		{"lists with nulls", lists(2000, 200, true)},
-		{"nested", nested(800)},
-		{"flat", flat(5000)},
+		{"long lists", lists(300, 2000, false)},
+		{"lists with nulls", lists(800, 200, true)},
+		{"nested", nested(300)},
+		{"flat", flat(3000)},
 	} {
 		for _, o := range []genOpts{
 			{codec: compress.Codecs.Uncompressed, pageSize: 1024},
 			{codec: compress.Codecs.Snappy, pageSize: 4096, dict: true},
 			{codec: compress.Codecs.Zstd, pageSize: 2048, v2: true},
 			{codec: compress.Codecs.Gzip, pageSize: 8192, v2: true, dict: true},
+			// V1 pages of the streaming codecs: only their level heads
+			// are decompressed
+			{codec: compress.Codecs.Zstd, pageSize: 2048},
+			{codec: compress.Codecs.Gzip, pageSize: 8192},
+			{codec: compress.Codecs.Brotli, pageSize: 4096, dict: true},
+			{codec: compress.Codecs.Lz4Raw, pageSize: 1024},
 		} {
 			m := openMem(t, writeParquet(t, a.arr, o))
 			for rg := 0; rg < m.rdr.NumRowGroups(); rg++ {
@@ -183,4 +190,54 @@ func decodes(d *Decoder, cp *chunkPages) bool {
 		pg.Release()
 	}
 	return true
+}
+
+// BenchmarkRowStarts counts the rows of V1 list<int32> pages (zstd, as
+// arrow-go writes them without a page index), small and large, against
+// decoding the pages whole: the work an index build adds per page it
+// counts.
+func BenchmarkRowStarts(b *testing.B) {
+	for _, size := range []int64{8 << 10, 1 << 20} {
+		bld := array.NewListBuilder(memory.DefaultAllocator, arrow.PrimitiveTypes.Int32)
+		vb := bld.ValueBuilder().(*array.Int32Builder)
+		for r := 0; r < 20000; r++ {
+			bld.Append(true)
+			for i := 0; i < (r*37)%700; i++ {
+				vb.Append(int32(r*31 + i*7))
+			}
+		}
+		arr := bld.NewArray()
+		bld.Release()
+		m := openMem(b, writeParquet(b, arr, genOpts{codec: compress.Codecs.Zstd, pageSize: size}))
+		arr.Release()
+		cp := m.pages(b, 0, 0)
+		var bytes int64
+		for _, p := range cp.pages {
+			bytes += int64(len(p))
+		}
+		d := NewDecoder(Options{})
+		for _, mode := range []string{"RowStarts", "DecodePage"} {
+			b.Run(fmt.Sprintf("page%dKiB/%s", size>>10, mode), func(b *testing.B) {
+				b.SetBytes(bytes)
+				b.ReportAllocs()
+				for i := 0; i < b.N; i++ {
+					for j, p := range cp.pages {
+						if mode == "RowStarts" {
+							if _, _, err := d.RowStarts(cp.chunk, p, cp.offs[j]); err != nil {
+								b.Fatal(err)
+							}
+							continue
+						}
+						pg, err := d.DecodePage(cp.chunk, nil, p, cp.offs[j])
+						if err != nil {
+							b.Fatal(err)
+						}
+						pg.Release()
+					}
+				}
+				b.ReportMetric(float64(len(cp.pages)), "pages/op")
+			})
+		}
+		d.Close()
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,9 +25,10 @@ import (
 
 // Options configures Build. Zero fields take the defaults of fill.
 type Options struct {
-	// Columns is the projection: dotted leaf paths ("input_ids.list.element")
-	// or top-level field names ("input_ids", meaning all its leaves). Empty
-	// means every leaf column.
+	// Columns is the projection: logical paths ("input_ids", "meta.lang"),
+	// fields above them ("meta", meaning all its leaves) or leaf paths as
+	// some file spells them ("input_ids.list.element"). Empty means every
+	// leaf column.
 	Columns []string
 	// Reader does the batched reads; Build never starts an engine of its
 	// own. Default: an engine.PreadReader with Parallelism goroutines.
@@ -388,6 +390,9 @@ type tmpPage struct {
 	row  uint32 // first row within the chunk (finishRows sets it)
 	n    int64  // rows that start in the page; -1 until known
 	mid  bool   // its first levels continue a row an earlier page began
+	// counted: n comes from the page's levels; bad: they do not decode
+	// (n stays -1 and finishRows gives it the rows the others leave).
+	counted, bad bool
 }
 
 type builder struct {
@@ -406,6 +411,8 @@ type builder struct {
 	fileSch []int32      // per file: its declaration
 	decs    decoderPool  // for counting rows (countRows)
 	counted countStats
+	badMu   sync.Mutex
+	bad     map[int]string // flattened chunk → why its rows are not sound
 }
 
 // footerTail decodes a footer from the last len(tail) bytes of a file of
@@ -1528,7 +1535,6 @@ func (b *builder) walkStep(w *walk, data []byte, asked int) error {
 				if err := b.countPage(w.chunk, w.ci, &pg, data[p:p+int(total)]); err != nil {
 					return err
 				}
-				b.counted.pages.Add(1)
 			}
 			res.pages = append(res.pages, pg)
 		}

@@ -20,10 +20,20 @@
 // of a file coalesced), then header-walk rounds that read every walked
 // chunk's next headers at once.
 //
-// First rows: with an offset index every page's first row is known; a
-// header walk knows them for V2 pages (num_rows) and for V1 pages of
-// non-repeated columns (num_values), and otherwise only for each chunk's
-// first page (Loc.FirstRow and NumRows are -1 where unknown).
+// Row counts: every page's rows (those that start in it) are known: from
+// its chunk's offset index; else, walking the headers, from a V2 page's
+// num_rows or a V1 page's num_values (columns without repetition); else
+// (V1 pages of repeated columns, which may split rows) from the page's
+// repetition levels, decoded once and kept in the sidecar (Stats.
+// CountedPages; Loc.StartsMidRow and EndsMidRow say where rows cross
+// pages). Header counts that do not add up to the row group's rows are
+// not trusted: the pages are counted instead. A chunk whose pages do not
+// decode, or whose counted rows still fall short, is corrupt: it is
+// indexed with a notice, the missing rows given to its first bad page so
+// that reading that page fails (the loader's SkipBadPages may skip it);
+// pages that start more rows than their row group fail Build. An offset index that does not parse or contradicts
+// itself is ignored for its chunk, whose headers are walked instead
+// (FromBadOffsetIndex, Stats.OffsetIndexIgnored, a notice per file).
 //
 // An Index is immutable after Build and safe for concurrent use.
 //
@@ -35,13 +45,21 @@
 // the dataset could need, and kept next to the dataset, or in the user's
 // cache directory when the dataset's directory is not writable.
 //
-// Files may declare the projected columns differently (REQUIRED or
-// OPTIONAL, logical annotations, leaf order; dictionary or plain and V1 or
-// V2 pages are per page anyway): the index keeps one descriptor per
-// distinct declaration and gives each chunk its own file's
-// (ChunkInfo.Descr). Files whose columns cannot be delivered together
-// (another physical type, fixed length or repetition level: a list in one,
-// a scalar in another) fail Build with an error naming both files.
+// Columns are logical: a leaf is named by its path of field names with
+// the groups that only wrap a list's elements or a map's entries left out
+// (input_ids for input_ids.list.element, input_ids.list.item, a two-level
+// or a bare repeated list alike; attrs.key for a map's keys), after the
+// Parquet format's LIST and MAP backward-compatibility rules; a projected
+// name is a logical path, a field above some, or any file's leaf path
+// (Index.Lookup). A footer whose LIST or MAP group does not hold one is
+// corrupt. Files may declare the projected columns differently (wrapper
+// names, REQUIRED or OPTIONAL, logical annotations, field order;
+// dictionary or plain and V1 or V2 pages are per page anyway): the index
+// keeps one descriptor per distinct declaration and gives each chunk its
+// own file's (ChunkInfo.Descr). Files whose columns cannot be delivered
+// together (another physical type or fixed length; another nesting: a
+// list in one, a scalar in another) fail Build with an error naming both
+// files and both logical types.
 package index
 
 import (

@@ -75,29 +75,47 @@ func (p *decoderPool) close() {
 }
 
 // countPage counts the rows that start in page pg of flattened chunk ci
-// from its bytes b (header and body) with chunk c.
+// from its bytes data (header and body) with chunk c. A page whose levels
+// do not decode is marked bad, not an error: the index does not judge page
+// contents, the loader does when it reads the page (and may skip it); an
+// unsupported page fails the build, as the loader could not read it.
 func (b *builder) countPage(c *codec.Chunk, ci int, pg *tmpPage, data []byte) error {
 	d := b.decs.get()
 	rows, cont, err := d.RowStarts(c, data, pg.off)
 	b.decs.put(d)
-	if err != nil {
+	b.counted.pages.Add(1)
+	switch {
+	case err == nil:
+		pg.n, pg.mid, pg.counted = int64(rows), cont, true
+	case codec.IsCorruption(err):
+		pg.bad = true
+		b.noteBad(ci, err.Error())
+	default:
 		f := b.fileOf(ci)
 		col, _, r := b.colOf(ci)
-		kind := ErrUnsupported
-		if codec.IsCorruption(err) {
-			kind = ErrCorrupt
-		}
-		return &Error{Op: "count_rows", Path: b.files[f].Path, Column: col, Off: pg.off, Err: fmt.Errorf("%w: row group %d: %w", kind, r, err)}
+		return &Error{Op: "count_rows", Path: b.files[f].Path, Column: col, Off: pg.off, Err: fmt.Errorf("%w: row group %d: %w", ErrUnsupported, r, err)}
 	}
-	pg.n, pg.mid = int64(rows), cont
 	return nil
 }
 
+// noteBad records, for the notice, that a chunk's row counts are not
+// sound and why.
+func (b *builder) noteBad(ci int, why string) {
+	b.badMu.Lock()
+	defer b.badMu.Unlock()
+	if b.bad == nil {
+		b.bad = map[int]string{}
+	}
+	if _, ok := b.bad[ci]; !ok {
+		b.bad[ci] = why
+	}
+}
+
 // countRows gives every walked page its row count: it checks the counts
-// the headers gave against each row group's rows (a chunk whose counts do
-// not add up is counted from its levels instead), reads the pages whose
-// rows are not known yet in batches and counts them, and sets every page's
-// first row.
+// the headers gave against each row group's rows (a chunk whose header
+// counts do not add up is counted from its levels instead), reads the
+// pages whose rows are not known yet in batches and counts them, and sets
+// every page's first row.
 func (b *builder) countRows(ctx context.Context) error {
 	type job struct{ ci, i int }
 	var jobs []job
@@ -114,32 +132,32 @@ func (b *builder) countRows(ctx context.Context) error {
 		if res.source == FromOffsetIndex {
 			continue // counted from first_row_index
 		}
-		sum, known := int64(0), true
+		sum, known, headers := int64(0), true, false
 		for _, p := range res.pages {
 			if p.n < 0 {
 				known = false
 				break
 			}
 			sum += p.n
+			headers = headers || !p.counted
 		}
-		if known && sum != rows {
-			if b.metas[f].maxRep[k] == 0 {
-				return corrupt("header_walk", b.files[f].Path, col, b.rawOf(ci).start, "row group %d: pages hold %d values, the row group %d rows", r, sum, rows)
-			}
+		if known && sum != rows && headers && b.metas[f].maxRep[k] > 0 {
 			if recount[f] == 0 {
 				firstBad[f] = fmt.Sprintf("row group %d column %s: %d rows, the row group %d", r, col, sum, rows)
 			}
 			recount[f]++
 			for i := range res.pages {
-				res.pages[i].n = -1
+				if !res.pages[i].counted {
+					res.pages[i].n = -1
+				}
 			}
 		}
-		if len(res.pages) == 1 && res.pages[0].n < 0 {
+		if len(res.pages) == 1 && res.pages[0].n < 0 && !res.pages[0].bad {
 			res.pages[0].n = rows // the only page starts every row
 			continue
 		}
 		for i, p := range res.pages {
-			if p.n < 0 {
+			if p.n < 0 && !p.bad {
 				jobs = append(jobs, job{ci, i})
 				bytes += int64(p.size)
 			}
@@ -195,7 +213,6 @@ func (b *builder) countRows(ctx context.Context) error {
 				return err
 			}
 			done += n
-			b.counted.pages.Add(int64(hi - lo))
 			b.counted.read.Add(n)
 			if time.Since(last) >= countProgressEvery && hi < len(jobs) {
 				last = time.Now()
@@ -207,37 +224,65 @@ func (b *builder) countRows(ctx context.Context) error {
 	return b.finishRows()
 }
 
-// finishRows checks that every walked chunk's page counts add up to its
-// row group's rows and sets each page's first row.
+// finishRows sets each walked page's first row. A chunk whose pages do
+// not start exactly its row group's rows (a page whose levels do not
+// decode, a first page that continues a row no page began, a page lost)
+// is corrupt; the index does not refuse it but gives the rows the others
+// leave to its first bad page, or its first page, so that the loader's
+// check of that page's rows fails there (and SkipBadPages may skip it),
+// and says so. Pages that start more rows than the row group has cannot
+// be indexed: that fails the build.
 func (b *builder) finishRows() error {
+	notes := map[int][]string{}
 	for ci := range b.res {
 		f := b.fileOf(ci)
 		if b.isReused(f) {
 			continue
 		}
 		res := &b.res[ci]
-		if res.source == FromOffsetIndex {
+		if res.source == FromOffsetIndex || len(res.pages) == 0 {
 			continue
 		}
 		col, _, r := b.colOf(ci)
 		rows := b.metas[f].rgRows[r]
 		var sum int64
+		take := 0 // the page given the rows the others leave
+		for i, p := range res.pages {
+			if p.n >= 0 {
+				sum += p.n
+			} else if !res.pages[take].bad {
+				take = i
+			}
+		}
+		// No page precedes the first: levels at its head that continue a
+		// row belong to none, and the loader refuses them.
+		res.pages[0].mid = false
+		if left := rows - sum; left != 0 || res.pages[take].n < 0 {
+			if left < 0 {
+				return corrupt("count_rows", b.files[f].Path, col, b.rawOf(ci).start, "row group %d: its pages start %d rows, the row group has %d", r, sum, rows)
+			}
+			why := b.bad[ci]
+			if why == "" {
+				why = fmt.Sprintf("its pages start %d rows, the row group has %d", sum, rows)
+			}
+			notes[f] = append(notes[f], fmt.Sprintf("row group %d column %s: %s", r, col, why))
+			res.pages[take].n = max(res.pages[take].n, 0) + left
+		}
+		sum = 0
 		for i := range res.pages {
 			p := &res.pages[i]
-			if sum >= 1<<32-1 {
+			if p.n < 0 {
+				p.n = 0 // a bad page after the one that took the rest
+			}
+			if sum+p.n >= 1<<32-1 {
 				return &Error{Op: "count_rows", Path: b.files[f].Path, Column: col, Off: p.off, Err: fmt.Errorf("%w: row group of %d rows", ErrUnsupported, rows)}
 			}
 			p.row = uint32(sum)
 			sum += p.n
 		}
-		if len(res.pages) > 0 {
-			// No page precedes the first: levels at its head that
-			// continue a row belong to none, and the loader refuses them.
-			res.pages[0].mid = false
-		}
-		if sum != rows {
-			return corrupt("count_rows", b.files[f].Path, col, b.rawOf(ci).start, "row group %d: its pages start %d rows, the row group has %d", r, sum, rows)
-		}
+	}
+	for f, ns := range notes {
+		b.opts.Logf("%s: the rows of %d column chunk(s) do not add up (%s): corrupt; reading them will fail (SkipBadPages skips them)", b.files[f].Path, len(ns), ns[0])
 	}
 	return nil
 }

@@ -229,9 +229,12 @@ class Batch:
     def _free(self):
         if self._done or not self._own:
             return
-        self._done = True
+        # Released before it is marked: an exception (a signal) between the
+        # two leaves it to be released again, which the library ignores,
+        # rather than never.
         if self._forks == _lib._forks:
             _lib.check(_lib.lib().pf_batch_release(self._handle))
+        self._done = True
 
     def __enter__(self):
         return self
@@ -463,14 +466,20 @@ class Loader:
     def close(self):
         """Closes the loader (idempotent); may end a next() blocked on
         another thread. Batches not yet released stay valid."""
-        h, self._h = self._h, None
-        if h is not None and _lib.loaded_here():
+        h = self._h
+        if h is None:
+            return
+        if _lib.loaded_here():
+            # Each step before it is marked done: an exception (a signal)
+            # between leaves it to the next close(), never undone.
             slot = self._slot
             if slot.value:  # pending: never the caller's
-                handle = _lib.PFBatch.from_address(slot.value).handle
+                _lib.check(_lib.lib().pf_batch_release(_lib.PFBatch.from_address(slot.value).handle))
                 slot.value = None
-                _lib.check(_lib.lib().pf_batch_release(handle))
-            _lib.check(_lib.lib().pf_close(h))
+            rc = _lib.lib().pf_close(h)
+            if rc != -7:  # closed already
+                _lib.check(rc)
+        self._h = None
 
     def __enter__(self):
         return self

@@ -33,6 +33,15 @@ class ForkError(Error):
 
 
 def from_status(rc, msg, eno=0):
+    """The exception for a status code; eno, the errno behind it when the
+    library gives one, becomes the exception's errno (OSError's own)."""
+    e = _from_status(rc, msg, eno)
+    if eno and not isinstance(e, OSError):
+        e.errno = eno
+    return e
+
+
+def _from_status(rc, msg, eno):
     if rc == -2:
         return ConfigError(msg)
     if rc == -3:

@@ -232,3 +232,27 @@ def test_torchdata_protocol(corpus):
     for w in range(n):
         assert sorted(head[w]["ids"] + tail[w]["ids"]) == sorted(full[w]["ids"]), w
         assert head[w]["steps"] + tail[w]["steps"] == full[w]["steps"]
+
+
+PERSISTENT = """
+import sys
+import pagefeed.torch
+ds = pagefeed.torch.PagefeedDataset(sys.argv[1], columns=["id"], batch_rows=500, seed=5)
+dl = pagefeed.torch.DataLoader(ds, batch_size=None, num_workers=1, persistent_workers=True)
+first = sum(1 for _ in dl)
+again = sum(1 for _ in dl)  # the same epoch: the workers' copy is still right
+ds.set_epoch(1)
+try:
+    iter(dl)
+    print("no error")
+except pagefeed.ConfigError as e:
+    print(first == again > 0, "persistent_workers=False" in str(e))
+"""
+
+
+def test_persistent_workers_do_not_miss_set_epoch(corpus):
+    """Running workers keep their copy of the dataset: set_epoch after they
+    started is an error, not an epoch silently read again."""
+    r = run_py(PERSISTENT, corpus, timeout=180)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert r.stdout.split() == ["True", "True"], r.stdout
