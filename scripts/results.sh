@@ -126,12 +126,18 @@ row "loader pages/s: deterministic against unordered assembly (batch 64, 8 KiB p
 
 # The Python binding against the Go loader (python/bench.py), where an
 # interpreter with numpy and torch is installed (make deps).
+# pymedian prints the Go loader's tokens/s, the DataLoader's and their
+# ratio from python/bench.py's "median: go G tokens/s, python DataLoader P
+# tokens/s, ratio R" line.
+pymedian() {
+	sed -n 's/^median: go \([^ ]*\) tokens\/s, python DataLoader \([^ ]*\) tokens\/s, ratio \([0-9.]*\).*/\1 \2 \3/p' <<<"$1" | head -1
+}
 PY=$(for p in /usr/bin/python3 python3; do if $p -c 'import numpy, torch' >/dev/null 2>&1; then command -v $p; break; fi; done)
 if [ -n "$PY" ]; then
 	echo "results.sh: the Python binding against the Go loader ($PY)" >&2
 	make -s python >/dev/null
 	pyout=$("$PY" python/bench.py --rounds "$((PAIRS + 1))" --seconds 3 --data "$DIR/pycorpus" 2>/dev/null)
-	read -r gm pm ratio <<<"$(awk '/^median:/ { print $3, $6, $9 }' <<<"$pyout" | tr -d ',')"
+	read -r gm pm ratio <<<"$(pymedian "$pyout")"
 	row "tokens/s: DataLoader(PagefeedDataset) against the Go loader (tokens output, median)" "$pm" "$gm" "${ratio}x"
 	ov=$(awk '/^per batch/ { for (i = 1; i <= NF; i++) if ($i == "overhead") { print $(i+2), $(i+3); exit } }' <<<"$pyout")
 	row "Python overhead per batch: next + torch.from_numpy + release, p50, less the Go loader's" "${ov:-?}" "" ""
@@ -221,7 +227,7 @@ cat "$iorows" >>"$rows"
 # for the larger one.
 if [ -n "$PY" ]; then
 	pyrow() { # label, then bench.py's output
-		read -r gm pm ratio <<<"$(awk '/^median:/ { print $3, $6, $9 }' <<<"$2" | tr -d ',')"
+		read -r gm pm ratio <<<"$(pymedian "$2")"
 		if [ -n "$ratio" ]; then row "$1" "$pm" "$gm" "${ratio}x"; else row "$1" "not run: python/bench.py failed" "" ""; fi
 	}
 	l0=$(cut -d' ' -f1 /proc/loadavg)
