@@ -120,14 +120,7 @@ func (c *RegimesConfig) fill() error {
 	return nil
 }
 
-func (c *RegimesConfig) wants(r string) bool {
-	for _, x := range c.Regimes {
-		if x == r {
-			return true
-		}
-	}
-	return false
-}
+func (c *RegimesConfig) wants(r string) bool { return slices.Contains(c.Regimes, r) }
 
 // DatasetFacts are what the regimes are sized by: the dataset's files and
 // its projected bytes (the pages and dictionaries of the projected
@@ -446,7 +439,7 @@ func (cfg *RegimesConfig) larger(ctx context.Context, d DatasetFacts, g *cgroup.
 			pc := cfg.Base
 			pc.Name, pc.Runtime, pc.Loops = c.Label, cfg.Runtime, 0
 			c.Mod(&pc)
-			if note := cfg.coldCache(d.Files); note != "" && !contains(out.Notes, note) {
+			if note := cfg.coldCache(d.Files); note != "" && !slices.Contains(out.Notes, note) {
 				out.Notes = append(out.Notes, note)
 			}
 			j, err := cfg.runIn(ctx, g, pc)
@@ -470,15 +463,6 @@ func (cfg *RegimesConfig) larger(ctx context.Context, d DatasetFacts, g *cgroup.
 	}
 	out.Load += " → " + loadavg()
 	return nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // coldCache drops the node's page cache; where that is refused it evicts

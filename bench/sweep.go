@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -120,7 +121,7 @@ func SweepMemory(ctx context.Context, cfg SweepConfig) (*SweepResult, error) {
 // point measures case c inside g: caches dropped, the dataset read once
 // in g, then the run.
 func (cfg *SweepConfig) point(ctx context.Context, rc *RegimesConfig, d DatasetFacts, g *cgroup.Group, c ParquetCase, res *SweepResult) (rps float64, mode, errText string) {
-	if note := rc.coldCache(d.Files); note != "" && !contains(res.Notes, note) {
+	if note := rc.coldCache(d.Files); note != "" && !slices.Contains(res.Notes, note) {
 		res.Notes = append(res.Notes, note)
 	}
 	if _, err := runCmd(g.Command(ctx, "cat", d.Files...), "cat"); err != nil {

@@ -19,9 +19,9 @@ type IOMode int
 
 const (
 	// IOAuto chooses per file, at Open and again at every epoch's start:
-	// O_DIRECT for the files whose projected bytes would not stay in the
-	// page cache this job can hold, buffered reads for the others and
-	// for files already cached. See Config.IOMode.
+	// buffered reads when the projected bytes stay in the page cache this
+	// job can hold, else O_DIRECT but for the files already cached. See
+	// Config.IOMode.
 	IOAuto IOMode = iota
 	// IODirect reads every file with O_DIRECT (buffered where the file
 	// system refuses it, as Engine.Direct TryOn does).
@@ -227,8 +227,9 @@ var memoryFacts = func() ioFacts {
 	return f
 }
 
-// ioState is the loader's current read mode per file, set by the
-// producer (chooseModes) and read by Stats.
+// ioState is the loader's current read mode per file. Whoever chooses
+// (Open, then the producer between epochs: never two at once) owns
+// extent and bytes; cur is set by the chooser and read by Stats under mu.
 type ioState struct {
 	mu     sync.Mutex
 	extent [][]engine.Extent // per file: the projected chunks' byte ranges
