@@ -39,6 +39,8 @@ func TestParseConfig(t *testing.T) {
 		{`{"paths":["a"],"resume":{"version":99}}`, rinas.ErrState},
 		{`{"paths":["a"],"resume":null}`, nil},
 		{`{"paths":["a"],"drop_last":true,"deterministic":true,"eos":0,"truncate":true}`, nil},
+		{`{"paths":["a"],"io_mode":"buffered"}`, nil},
+		{`{"paths":["a"],"io_mode":"mmap"}`, rinas.ErrConfig},
 	} {
 		c, _, err := parseConfig([]byte(tc.in))
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {

@@ -50,6 +50,7 @@ type jsonConfig struct {
 	MemoryLimit   *int64          `json:"memory_limit"`
 	IODepth       int             `json:"iodepth"`
 	SkipBadPages  bool            `json:"skip_bad_pages"`
+	IOMode        rinas.IOMode    `json:"io_mode"` // auto|direct|buffered
 	Resume        json.RawMessage `json:"resume"`
 }
 
@@ -210,7 +211,7 @@ func toConfig(j *jsonConfig) (rinas.Config, error) {
 		Prefetch: j.Prefetch, Seed: j.Seed, Epoch: j.Epoch,
 		Rank: j.Rank, World: j.World, LocalRank: j.LocalRank, DropLast: j.DropLast, PadLast: j.PadLast,
 		KeepUneven: j.KeepUneven, Deterministic: j.Deterministic, Truncate: j.Truncate,
-		IODepth: j.IODepth, SkipBadPages: j.SkipBadPages,
+		IODepth: j.IODepth, SkipBadPages: j.SkipBadPages, IOMode: j.IOMode,
 	}
 	set := func(dst *int, p *int) {
 		if p != nil {

@@ -256,6 +256,22 @@ type Config struct {
 	// Off by default; Engine.CPUSets, when set, wins.
 	Pin PinOptions
 
+	// IOMode is how pages are read. IOAuto (the default) chooses per
+	// file at Open and again at every epoch's start: buffered reads (the
+	// page cache) when the projected bytes stay in three quarters of the
+	// page cache this job can hold — the node's MemAvailable, split among
+	// its $LOCAL_WORLD_SIZE ranks, and no more than the memory cgroup's
+	// limit leaves; when they do not, O_DIRECT, which neither churns
+	// through the cache nor evicts it, but for the files already cached
+	// (as many as fit), whose reads hit the cache (Stats.IOMode and
+	// IOReason say what was chosen and why).
+	// Residency comes from cachestat(2), or mincore(2) on kernels before
+	// 6.5. IODirect and IOBuffered read every file one way. With IOAuto,
+	// an Engine.Direct of On or Off is an explicit choice and wins.
+	// Either way a file system that refuses O_DIRECT gets buffered
+	// reads (said once), unless Engine.Direct is On.
+	IOMode IOMode
+
 	// IODepth is how many page reads may be in the kernel at once, over
 	// all engine workers (fio's iodepth for one job): each worker's
 	// Engine.QueueDepth becomes IODepth/Workers, rounded up. 0 leaves
@@ -422,6 +438,15 @@ func (c *Config) fill() error {
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30
+	}
+	if c.IOMode < IOAuto || c.IOMode > IOBuffered {
+		return fmt.Errorf("%w: io mode %d", ErrConfig, c.IOMode)
+	}
+	if c.IOMode == IOAuto && c.Engine.Direct == engine.On {
+		c.IOMode = IODirect
+	}
+	if c.IOMode == IOAuto && c.Engine.Direct == engine.Off {
+		c.IOMode = IOBuffered
 	}
 	if c.Logf == nil {
 		c.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "rinas: "+format+"\n", args...) }

@@ -18,10 +18,12 @@ import (
 // trip, so the baseline is as fast as one-at-a-time reads can be.
 // It belongs to the producer goroutine.
 type directReader struct {
-	mode  engine.Tristate
-	files map[string]*engine.File // at most directReaderFiles, most recent last in lru
-	lru   []string
-	buf   []byte // aligned; grown by ReadSpan when a file needs more
+	mode   engine.Tristate
+	modes  map[string]engine.Tristate // per path, where set (Config.IOMode); else mode
+	files  map[string]*engine.File    // at most directReaderFiles, most recent last in lru
+	opened map[string]engine.Tristate // the mode each file was opened with
+	lru    []string
+	buf    []byte // aligned; grown by ReadSpan when a file needs more
 }
 
 // directReaderFiles bounds the files the synchronous reader keeps open
@@ -30,14 +32,26 @@ type directReader struct {
 const directReaderFiles = 4
 
 func newDirectReader(size int, mode engine.Tristate) *directReader {
-	return &directReader{mode: mode, files: map[string]*engine.File{}, buf: engine.AlignedBuffer(size + 2*4096)}
+	return &directReader{mode: mode, files: map[string]*engine.File{}, opened: map[string]engine.Tristate{}, buf: engine.AlignedBuffer(size + 2*4096)}
 }
 
 // read returns n bytes at off of path and the bytes the read moved (the
 // range rounded out to the alignment); the slice is valid until the next
 // read.
 func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) {
+	mode, ok := r.modes[path]
+	if !ok {
+		mode = r.mode
+	}
 	f, ok := r.files[path]
+	if ok && r.opened[path] != mode {
+		// Its read mode changed since it was opened (a new epoch's
+		// choice).
+		f.Close()
+		delete(r.files, path)
+		r.lru = slices.DeleteFunc(r.lru, func(p string) bool { return p == path })
+		ok = false
+	}
 	if !ok {
 		if len(r.lru) >= directReaderFiles {
 			old := r.lru[0]
@@ -46,10 +60,11 @@ func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) 
 			r.lru = r.lru[1:]
 		}
 		var err error
-		if f, err = engine.OpenFile(path, r.mode); err != nil {
+		if f, err = engine.OpenFile(path, mode); err != nil {
+			delete(r.files, path)
 			return nil, 0, err
 		}
-		r.files[path] = f
+		r.files[path], r.opened[path] = f, mode
 	} else {
 		r.lru = slices.DeleteFunc(r.lru, func(p string) bool { return p == path })
 	}

@@ -245,6 +245,10 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, cuts []UnitCut, done uint6
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
+		// Memory and the page cache change between epochs: choose each
+		// file's read mode again.
+		l.chooseModes()
+		l.applyModes()
 		sh2, ep, err := l.planEpoch(epoch, 0, nil)
 		if err != nil {
 			l.perr = err

@@ -62,6 +62,16 @@ type Stats struct {
 	DroppedRows  int64
 	PaddedRows   int64
 	IndexBuildNs int64
+	// IOMode is how the current epoch reads its pages (Config.IOMode):
+	// "direct" (O_DIRECT), "buffered" (the page cache) or "mixed" (auto
+	// read some files each way); IOReason says why, with the figures
+	// auto weighed. DirectFiles and BufferedFiles count the files read
+	// each way (a file whose file system refuses O_DIRECT counts as
+	// direct here; the engine notices the fallback).
+	IOMode        string
+	IOReason      string
+	DirectFiles   int
+	BufferedFiles int
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -133,6 +143,7 @@ type Loader struct {
 		pageHits                                               atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
+	io    ioState // each file's read mode (Config.IOMode)
 }
 
 // producer is the state of the producer goroutine and the engine
@@ -216,6 +227,9 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	if err := l.openEngine(); err != nil {
 		return nil, err
 	}
+	// After the engine's memory is allocated: auto counts it as taken.
+	l.chooseModes()
+	l.applyModes()
 	if err := l.startEpoch(cfg.Resume); err != nil {
 		return nil, err
 	}
@@ -915,6 +929,7 @@ func (l *Loader) Stats() Stats {
 	s.SideCacheHits = l.sa.sideHits.Load()
 	s.PageCacheHits = l.sa.pageHits.Load()
 	s.CoalescedPages = l.sa.coalesced.Load()
+	l.io.stats(&s)
 	return s
 }
 

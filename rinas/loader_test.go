@@ -681,10 +681,18 @@ func TestDefaultWorkers(t *testing.T) {
 // TestDiskBytesCountWhatTheDeviceMoved checks Stats over one epoch of
 // single-page units: PageBytes is the pages themselves, DiskBytes each read
 // rounded out to the engine's O_DIRECT alignment (statx DIOALIGN), as fio
-// counts the disk's work.
+// counts the disk's work; buffered reads move the pages alone.
 func TestDiskBytesCountWhatTheDeviceMoved(t *testing.T) {
 	ds := testDataset(t, "v2plain")
-	l := openT(t, baseConfig(ds, "id"))
+	cfg := baseConfig(ds, "id")
+	cfg.IOMode = IOBuffered
+	l := openT(t, cfg)
+	drain(t, l, -1)
+	if st := l.Stats(); st.DiskBytes != st.PageBytes || st.PageBytes == 0 {
+		t.Fatalf("buffered: PageBytes %d DiskBytes %d, want them equal", st.PageBytes, st.DiskBytes)
+	}
+	cfg.IOMode = IODirect
+	l = openT(t, cfg)
 	drain(t, l, -1)
 	ix := l.Index()
 	var pageBytes, diskBytes int64
