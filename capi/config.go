@@ -50,6 +50,7 @@ type jsonConfig struct {
 	MemoryLimit   *int64          `json:"memory_limit"`
 	IODepth       int             `json:"iodepth"`
 	SkipBadPages  bool            `json:"skip_bad_pages"`
+	IOMode        rinas.IOMode    `json:"io_mode"` // auto|direct|buffered
 	Resume        json.RawMessage `json:"resume"`
 }
 
@@ -96,7 +97,7 @@ func checkRanges(j *jsonConfig) error {
 	for _, r := range []rng{
 		{"batch_pages", opt(j.BatchPages), 1, 1 << 16, dflt},
 		{"batch_rows", val(j.BatchRows), 0, maxBatchRows, " (0: one batch per batch_pages pages)"},
-		{"buffer_rows", opt(j.BufferRows), 0, maxRows, " (0: no shuffle buffer)"},
+		{"buffer_rows", opt(j.BufferRows), 0, maxRows, " (0: no shuffle buffer; leave the key out for the default)"},
 		{"prefetch", val(j.Prefetch), 0, 1 << 16, " (0: chosen at open)"},
 		{"epochs", opt(j.Epochs), 1, maxEpochs, dflt},
 		{"world", &world, 0, maxWorld, " (0: from $WORLD_SIZE)"},
@@ -210,7 +211,7 @@ func toConfig(j *jsonConfig) (rinas.Config, error) {
 		Prefetch: j.Prefetch, Seed: j.Seed, Epoch: j.Epoch,
 		Rank: j.Rank, World: j.World, LocalRank: j.LocalRank, DropLast: j.DropLast, PadLast: j.PadLast,
 		KeepUneven: j.KeepUneven, Deterministic: j.Deterministic, Truncate: j.Truncate,
-		IODepth: j.IODepth, SkipBadPages: j.SkipBadPages,
+		IODepth: j.IODepth, SkipBadPages: j.SkipBadPages, IOMode: j.IOMode,
 	}
 	set := func(dst *int, p *int) {
 		if p != nil {
@@ -219,6 +220,11 @@ func toConfig(j *jsonConfig) (rinas.Config, error) {
 	}
 	set(&c.BatchPages, j.BatchPages)
 	set(&c.BufferRows, j.BufferRows)
+	if j.BufferRows != nil && *j.BufferRows == 0 {
+		// 0 given means no buffer, which rinas spells -1 (its 0 is the
+		// default buffer, what leaving the key out asks for).
+		c.BufferRows = -1
+	}
 	set(&c.Epochs, j.Epochs)
 	set(&c.SeqLen, j.SeqLen)
 	if j.MemoryLimit != nil {

@@ -127,12 +127,13 @@ func pf_next(h C.int64_t, out **C.pf_batch) C.int {
 //export pf_next_wait
 func pf_next_wait(h C.int64_t, timeoutMs C.int64_t, out **C.pf_batch) C.int {
 	return call(func() error {
-		if err := nonNil("out", out); err != nil {
-			return err
+		// The per-batch call: its checks are plain comparisons.
+		if out == nil {
+			return nonNil("out", out)
 		}
 		*out = nil
-		if err := checkRange("timeout_ms", int64(timeoutMs), -1, math.MaxInt64/int64(time.Millisecond), " (-1: no timeout)"); err != nil {
-			return err
+		if timeoutMs < -1 || int64(timeoutMs) > math.MaxInt64/int64(time.Millisecond) {
+			return checkRange("timeout_ms", int64(timeoutMs), -1, math.MaxInt64/int64(time.Millisecond), " (-1: no timeout)")
 		}
 		_, d, err := nextBatch(int64(h), time.Duration(timeoutMs)*time.Millisecond)
 		*out = d

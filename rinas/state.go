@@ -130,9 +130,6 @@ func versionErr(v int) error {
 	return stateErr("version", "%d, this loader reads version %d", v, stateVersion)
 }
 
-// maxWorld bounds the world a State or Reshard may name.
-const maxWorld = 1 << 20
-
 // stateErr is the ErrState about one field of a State.
 func stateErr(field, format string, args ...any) error {
 	return fmt.Errorf("%w: field %s: %s", ErrState, field, fmt.Sprintf(format, args...))
@@ -364,8 +361,11 @@ func Reshard(states []*State, world int) ([]*State, error) {
 // reshardByRank checks that states are every rank of one world, of one
 // run and epoch, dealt out the same way, and returns them indexed by rank.
 func reshardByRank(states []*State, world int) ([]*State, error) {
-	if len(states) == 0 || world < 1 || world > maxWorld {
-		return nil, fmt.Errorf("%w: reshard %d states to world %d (want 1..%d)", ErrState, len(states), world, maxWorld)
+	if world < 1 || world > maxWorld {
+		return nil, fmt.Errorf("%w: reshard to a world of %d (want 1..%d)", ErrConfig, world, maxWorld)
+	}
+	if len(states) == 0 {
+		return nil, fmt.Errorf("%w: reshard %d states to world %d", ErrState, len(states), world)
 	}
 	s0 := states[0]
 	if s0 == nil || len(states) != s0.World {

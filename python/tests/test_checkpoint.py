@@ -57,6 +57,17 @@ def test_checkpoint_with_workers(corpus, tmp_path, world, workers, kw):
         assert tail["len"] == full["steps"]  # a resumed epoch counts whole
 
 
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="pin_memory needs CUDA")
+def test_checkpoint_with_workers_and_pin_memory(corpus, tmp_path):
+    """pin_memory=True: the pinning thread passes the workers' positions
+    through; the tensors are pinned, and the checkpoint resumes exactly."""
+    a = dict(paths=corpus, kw=KW, workers=2, pin=True)
+    head = run(tmp_path, "head", steps=11, **a)
+    tail = run(tmp_path, "tail", steps=-1, state=head["state"], **a)
+    assert head["pinned"] and tail["pinned"]
+    assert sorted(head["ids"] + tail["ids"]) == list(range(ROWS))
+
+
 def test_resume_with_other_workers(corpus, tmp_path):
     """World 1: a checkpoint taken with 2 workers resumes with 3 or none
     (its shards resharded), every row once."""

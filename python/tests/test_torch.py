@@ -13,7 +13,7 @@ import torch.utils.data
 
 import pagefeed
 from pagefeed.torch import PagefeedDataset
-from conftest import HERE, PYDIR, ROWS, run_py
+from conftest import HERE, PYDIR, ROOT, ROWS, run_py
 
 
 def collect(dl):
