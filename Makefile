@@ -8,7 +8,8 @@ DEMO_DIR  ?= demo-data
 
 # PYTHON: the first of these that imports numpy and torch (Debian's
 # packages are seen by /usr/bin/python3, not always by the python3 first
-# on PATH); override with make PYTHON=...
+# on PATH); override with make PYTHON=... It is expanded where a recipe
+# uses it, so after deps has installed them.
 PYTHON ?= $(shell for p in /usr/bin/python3 python3; do \
 	if $$p -c 'import numpy, torch' >/dev/null 2>&1; then command -v $$p; break; fi; done)
 PYLIB   := python/pagefeed/libpagefeed.so
@@ -25,9 +26,10 @@ fmtcheck:
 vet:
 	$(GO) vet ./...
 
-# test: formatting, vet, every package under the race detector, then the
-# Python package's tests (pytest over the built library).
-test: gotest pytest
+# test: the test dependencies (deps: quick when present), formatting, vet,
+# every package under the race detector, then the Python package's tests
+# (pytest over the built library).
+test: deps gotest pytest
 
 gotest: fmtcheck vet
 	$(GO) test -race -count=1 ./...
@@ -44,7 +46,7 @@ $(PYLIB): FORCE
 	$(GO) build -buildmode=c-shared -ldflags=-s -o $(PYLIB) ./capi
 	cp capi/pagefeed.h python/pagefeed/pagefeed.h
 
-pyinterp:
+pyinterp: deps
 	@if [ -z "$(PYTHON)" ]; then echo "no python3 imports numpy and torch: run make deps"; exit 1; fi
 	@echo "python: $(PYTHON) ($$($(PYTHON) -c 'import sys, numpy, torch; print(sys.version.split()[0], "numpy", numpy.__version__, "torch", torch.__version__)'))"
 

@@ -10,10 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/pagefeed/pagefeed/codec"
@@ -108,7 +111,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 	seen := map[int64]bool{}
 	var held []int64
 	for {
-		bh, d, err := nextBatch(h)
+		bh, d, err := nextBatch(h, -1)
 		if err == io.EOF {
 			break
 		}
@@ -141,7 +144,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 	if len(seen) != 3000 {
 		t.Fatalf("%d ids, want 3000", len(seen))
 	}
-	st, err := stateJSON(h)
+	st, err := stateJSON(h, false)
 	if err != nil || !json.Valid(st) {
 		t.Fatalf("state %s, %v", st, err)
 	}
@@ -155,7 +158,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 	if err := closeLoader(h); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := nextBatch(h); status(err) != statusClosed {
+	if _, _, err := nextBatch(h, -1); status(err) != statusClosed {
 		t.Fatalf("next after close: %v", err)
 	}
 	if n := len(table.batches); n != 0 {
@@ -166,7 +169,7 @@ func TestLoaderRoundTrip(t *testing.T) {
 func TestCloseWithBatchOutstanding(t *testing.T) {
 	dir := genData(t)
 	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"input_ids"}, "batch_rows": 7, "world": 1})
-	bh, d, err := nextBatch(h)
+	bh, d, err := nextBatch(h, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +259,7 @@ func TestTokensDescriptor(t *testing.T) {
 		x := extra["position_ids"] == true
 		sawPad, sawMidRow := false, false
 		for {
-			bh, d, err := nextBatch(h)
+			bh, d, err := nextBatch(h, -1)
 			if err == io.EOF {
 				break
 			}
@@ -345,5 +348,349 @@ func TestTokensConfigErrors(t *testing.T) {
 	}
 	if c, _, err := parseConfig([]byte(`{"paths":["a"],"tokens_dtype":"int32"}`)); err != nil || c.Tokens64 {
 		t.Fatalf("int32 with arrow output: %+v, %v", c, err)
+	}
+}
+
+// TestConfigRanges: every integer key is checked for type and range with
+// an error naming it, and a 0 that rinas would read as its default is
+// refused rather than silently replaced.
+func TestConfigRanges(t *testing.T) {
+	for _, tc := range []struct{ in, msg string }{
+		{`{"paths":["a"],"world":1.5}`, "world: number 1.5 is not an integer"},
+		{`{"paths":["a"],"world":9223372036854775808}`, "world: number 9223372036854775808 is not an integer"},
+		{`{"paths":["a"],"world":2000000}`, "world 2000000: want 0..1048576"},
+		{`{"paths":["a"],"world":-1}`, "world -1: want 0..1048576"},
+		{`{"paths":["a"],"world":2,"rank":2}`, "rank 2: want 0..1 (of world 2)"},
+		{`{"paths":["a"],"seq_len":0,"output":"tokens"}`, "seq_len 0: want 1..16777216 (leave the key out for the default)"},
+		{`{"paths":["a"],"memory_limit":-1}`, "memory_limit -1: want 1..9223372036854775807 bytes"},
+		{`{"paths":["a"],"memory_limit":0}`, "memory_limit 0"},
+		{`{"paths":["a"],"epochs":0}`, "epochs 0: want 1.."},
+		{`{"paths":["a"],"batch_pages":0}`, "batch_pages 0: want 1..65536"},
+		{`{"paths":["a"],"buffer_rows":1000000000000}`, "buffer_rows 1000000000000: want 0..2147483647"},
+		{`{"paths":["a"],"buffer_rows":0,"shuffle":"stream"}`, `buffer_rows 0: shuffle "stream" needs a buffer`},
+		{`{"paths":["a"],"seed":NaN}`, "config JSON at offset 23: invalid character 'N'"},
+		{`{"paths":["a"],"seed":-1}`, "seed: number -1 is not an integer in 0..18446744073709551615"},
+		{`{"paths":["a"],"epoch":18446744073709551615,"epochs":2}`, "past the last epoch number"},
+		{`{"paths":"a"}`, "paths: string is not a list of strings"},
+		{`{"paths":["a"],"drop_last":"yes"}`, "drop_last: string is not true or false"},
+		{`{"paths":["a"],"eos":3000000000}`, "eos: number 3000000000 is not an integer in -2147483648..2147483647"},
+	} {
+		_, _, err := parseConfig([]byte(tc.in))
+		if !errors.Is(err, rinas.ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: %v, want ErrConfig with %q", tc.in, err, tc.msg)
+		}
+	}
+	for _, in := range []string{
+		`{"paths":["a"],"world":0}`, `{"paths":["a"],"batch_rows":0,"buffer_rows":0,"prefetch":0,"iodepth":0}`,
+		`{"paths":["a"],"world":3,"rank":2,"seq_len":1,"output":"tokens","memory_limit":1,"epochs":1,"batch_pages":65536}`,
+	} {
+		if _, _, err := parseConfig([]byte(in)); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	if _, err := reshardJSON([]byte(`[]`), 1<<63-1); !errors.Is(err, rinas.ErrConfig) || !strings.Contains(err.Error(), "world 9223372036854775807: want 1..1048576") {
+		t.Errorf("reshard to 2**63-1 ranks: %v", err)
+	}
+}
+
+// TestNullArguments: a NULL pointer argument is a config error naming it.
+func TestNullArguments(t *testing.T) {
+	for name, rc := range map[string]int{
+		"pf_len":          int(pf_len(1, nil)),
+		"pf_epoch_len":    int(pf_epoch_len(1, 0, nil)),
+		"pf_next":         int(pf_next(1, nil)),
+		"pf_next_wait":    int(pf_next_wait(1, 0, nil)),
+		"pf_state":        int(pf_state(1, 0, nil)),
+		"pf_reshard":      int(pf_reshard(nil, 1, nil)),
+		"pf_open":         int(pf_open(nil, 0, nil)),
+		"pf_batch_export": int(pf_batch_export(1, 0, 0, nil, nil)),
+	} {
+		if rc != statusConfig || !strings.Contains(lastError(), "is NULL") {
+			t.Errorf("%s with NULL: status %d, %q", name, rc, lastError())
+		}
+	}
+}
+
+// TestTimedWait: with every batch held, a timed wait returns errTimeout
+// with nothing taken; once batches go back it goes on, and the epoch
+// still delivers every id once. Len follows the epoch of the batch
+// returned, and EpochLen plans other epochs.
+func TestTimedWait(t *testing.T) {
+	dir := genData(t)
+	for _, cfg := range []map[string]any{
+		{"columns": []string{"id"}, "batch_pages": 1, "shuffle": "none"},
+		// row batches cut across pages, the wait ending inside a batch
+		{"columns": []string{"input_ids"}, "output": "tokens", "seq_len": 64, "batch_rows": 4, "shuffle": "stream", "buffer_rows": 300},
+	} {
+		t.Run(fmt.Sprint(cfg), func(t *testing.T) { testTimedWait(t, dir, cfg) })
+	}
+}
+
+func testTimedWait(t *testing.T, dir string, extra map[string]any) {
+	cfg := map[string]any{"paths": []string{dir}, "world": 1, "epochs": 2, "memory_limit": 64 << 20, "deterministic": true}
+	maps.Copy(cfg, extra)
+	h := open(t, cfg)
+	defer closeLoader(h)
+	// content is what a batch carries: its ids, or its tokens.
+	content := func(bh int64) (out []int64) {
+		b := lookup(table.batches, bh).b
+		for _, v := range b.Tokens {
+			out = append(out, int64(v))
+		}
+		for _, c := range b.Columns {
+			for _, a := range c.Arrays {
+				out = append(out, a.(interface{ Int64Values() []int64 }).Int64Values()...)
+			}
+		}
+		return out
+	}
+	// The reference: the same epochs without a timeout.
+	ref := open(t, cfg)
+	var want [][]int64
+	wantSteps := map[uint64]int{}
+	for {
+		bh, d, err := nextBatch(ref, -1)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, content(bh))
+		wantSteps[uint64(d.epoch)]++
+		releaseBatch(bh)
+	}
+	closeLoader(ref)
+
+	var got [][]int64
+	var held []int64
+	timeouts := 0
+	for len(held) < 1000 {
+		bh, _, err := nextBatch(h, 5*time.Millisecond)
+		if errors.Is(err, errTimeout) {
+			timeouts++
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, content(bh))
+		held = append(held, bh)
+	}
+	if timeouts == 0 {
+		t.Fatalf("%d batches held and no timeout: nothing blocks?", len(held))
+	}
+	if status(errTimeout) != statusTimeout {
+		t.Fatal("errTimeout's status")
+	}
+	// Timeouts in the middle of batches: many short waits, then go on.
+	for range 50 {
+		if _, _, err := nextBatch(h, 0); !errors.Is(err, errTimeout) {
+			t.Fatalf("a wait of 0 with every batch held: %v", err)
+		}
+	}
+	n0, _ := loaderLen(h)
+	steps := map[uint64]int{0: len(held)}
+	for _, bh := range held {
+		releaseBatch(bh)
+	}
+	for {
+		bh, d, err := nextBatch(h, time.Millisecond)
+		if err == io.EOF {
+			break
+		}
+		if errors.Is(err, errTimeout) {
+			timeouts++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps[uint64(d.epoch)]++
+		got = append(got, content(bh))
+		if n, _ := loaderLen(h); int(n) != func() int { n, _ := lookup(table.loaders, h).l.EpochLen(uint64(d.epoch)); return n }() {
+			t.Fatalf("pf_len %d in epoch %d", n, d.epoch)
+		}
+		releaseBatch(bh)
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("%d batches with timed waits (%d timeouts), %d without; they differ", len(got), timeouts, len(want))
+	}
+	// Len is exact but for tokens output with keep_uneven (World 1's
+	// default), where it is an estimate.
+	exact := cfg["output"] != "tokens"
+	for e := int64(0); e < 2; e++ {
+		n, err := epochLen(h, e)
+		if err != nil || steps[uint64(e)] != wantSteps[uint64(e)] || (exact && int(n) != steps[uint64(e)]) {
+			t.Fatalf("epoch %d: EpochLen %d (%v), %d steps taken, %d without timeouts", e, n, err, steps[uint64(e)], wantSteps[uint64(e)])
+		}
+	}
+	if exact && int(n0) != steps[0] {
+		t.Fatalf("len %d before epoch 1, epoch 0 took %d", n0, steps[0])
+	}
+	if _, err := epochLen(h, -1); !errors.Is(err, rinas.ErrConfig) {
+		t.Fatalf("epoch -1: %v", err)
+	}
+}
+
+// TestCompactState: a compact state is the full one without the fields
+// that name the loader.
+func TestCompactState(t *testing.T) {
+	dir := genData(t)
+	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 10, "world": 1})
+	defer closeLoader(h)
+	bh, _, err := nextBatch(h, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releaseBatch(bh)
+	full, err := stateJSON(h, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact, err := stateJSON(h, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f, c map[string]any
+	if json.Unmarshal(full, &f) != nil || json.Unmarshal(compact, &c) != nil {
+		t.Fatalf("%s %s", full, compact)
+	}
+	for _, k := range []string{"dataset", "files", "shuffle", "output"} {
+		if _, ok := c[k]; ok {
+			t.Errorf("compact state has %q", k)
+		}
+		delete(f, k)
+	}
+	if !maps.EqualFunc(f, c, func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+		t.Fatalf("full %v\ncompact %v", f, c)
+	}
+}
+
+// TestErrno: an error from a system call has its own status and carries
+// its errno (a symlink loop: the index calls it a config error, naming
+// the file; the errno still comes with it).
+func TestErrno(t *testing.T) {
+	dir := t.TempDir()
+	loop := filepath.Join(dir, "loop.parquet")
+	if err := os.Symlink(loop, loop); err != nil {
+		t.Fatal(err)
+	}
+	_, err := openLoader([]byte(`{"paths":["` + loop + `"]}`))
+	if st := status(err); (st != statusOS && st != statusConfig) || errnoOf(err) != syscall.ELOOP || !strings.Contains(err.Error(), loop) {
+		t.Fatalf("symlink loop: %v (status %d, errno %v)", err, status(err), errnoOf(err))
+	}
+	if status(fmt.Errorf("x: %w", syscall.EIO)) != statusOS {
+		t.Fatal("EIO's status")
+	}
+}
+
+// TestUnread: a batch given back is delivered again by the next Next,
+// and the state taken meanwhile counts it as not delivered; only the
+// last batch, neither released nor exported, goes back.
+func TestUnread(t *testing.T) {
+	dir := genData(t)
+	for _, extra := range []map[string]any{{"batch_pages": 2}, {"batch_rows": 64}} {
+		cfg := map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "world": 1, "deterministic": true}
+		maps.Copy(cfg, extra)
+		h := open(t, cfg)
+		ids := func(bh int64) (out []int64) {
+			for _, a := range lookup(table.batches, bh).b.Columns[0].Arrays {
+				out = append(out, a.(interface{ Int64Values() []int64 }).Int64Values()...)
+			}
+			return out
+		}
+		first, _, err := nextBatch(h, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, _ := stateJSON(h, false)
+		bh, _, err := nextBatch(h, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ids(bh)
+		if err := unreadBatch(h, first); status(err) != statusConfig {
+			t.Fatalf("unread of the batch before the last: %v", err)
+		}
+		if err := unreadBatch(h+1000, bh); status(err) != statusClosed {
+			t.Fatalf("unread through another handle: %v", err)
+		}
+		if err := unreadBatch(h, bh); err != nil {
+			t.Fatal(err)
+		}
+		if lookup(table.batches, bh) != nil {
+			t.Fatal("the batch given back is still in the table")
+		}
+		if after, _ := stateJSON(h, false); string(after) != string(before) {
+			t.Fatalf("state after unread\n%s\nwant\n%s", after, before)
+		}
+		again, _, err := nextBatch(h, -1)
+		if err != nil || !slices.Equal(ids(again), want) {
+			t.Fatalf("after unread: %v, %v, want %v", err, ids(again), want)
+		}
+		releaseBatch(again)
+		if err := unreadBatch(h, again); status(err) != statusConfig {
+			t.Fatalf("unread of a released batch: %v", err)
+		}
+		releaseBatch(first)
+		closeLoader(h)
+	}
+	if n := len(table.batches); n != 0 {
+		t.Fatalf("%d batches left in the table", n)
+	}
+}
+
+// TestDescribeFailureKeepsTheBatch: a batch whose descriptor cannot be
+// built goes back to the loader; the next call delivers its rows.
+func TestDescribeFailureKeepsTheBatch(t *testing.T) {
+	dir := genData(t)
+	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "deterministic": true})
+	defer closeLoader(h)
+	ref := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "deterministic": true})
+	defer closeLoader(ref)
+	ids := func(bh int64) (out []int64) {
+		for _, a := range lookup(table.batches, bh).b.Columns[0].Arrays {
+			out = append(out, a.(interface{ Int64Values() []int64 }).Int64Values()...)
+		}
+		return out
+	}
+	fail := errors.New("descriptor refused")
+	restore := failDescribe(fail)
+	_, _, err := nextBatch(h, -1)
+	restore()
+	if !errors.Is(err, fail) {
+		t.Fatalf("next with a failing describe: %v", err)
+	}
+	// The state counts nothing delivered: resumed, it gives every row.
+	after, _ := stateJSON(h, false)
+	rh := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "resume": json.RawMessage(after)})
+	n := 0
+	for {
+		bh, _, err := nextBatch(rh, -1)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(ids(bh))
+		releaseBatch(bh)
+	}
+	closeLoader(rh)
+	if n != 3000 {
+		t.Fatalf("resumed from the state after the failure: %d rows, want 3000", n)
+	}
+	for {
+		bh, _, err := nextBatch(h, -1)
+		rh, _, rerr := nextBatch(ref, -1)
+		if err == io.EOF && rerr == io.EOF {
+			break
+		}
+		if err != nil || rerr != nil || !slices.Equal(ids(bh), ids(rh)) {
+			t.Fatalf("after the failure: %v %v, batches differ from an undisturbed run", err, rerr)
+		}
+		releaseBatch(bh)
+		releaseBatch(rh)
 	}
 }

@@ -3,7 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"reflect"
+	"strings"
 
 	"github.com/pagefeed/pagefeed/rinas"
 )
@@ -14,17 +18,19 @@ import (
 // takes its default. Fields left out take rinas's defaults; "resume" is a
 // state as pf_state returns it.
 type jsonConfig struct {
-	Paths         []string        `json:"paths"`
-	Columns       []string        `json:"columns"`
-	Shuffle       string          `json:"shuffle"` // page|row|rowgroup|stream|none
-	BatchPages    int             `json:"batch_pages"`
+	Paths   []string `json:"paths"`
+	Columns []string `json:"columns"`
+	Shuffle string   `json:"shuffle"` // page|row|rowgroup|stream|none
+	// Pointers: keys whose 0 rinas reads as "the default" are refused
+	// when given as 0, so that a 0 never silently becomes another value.
+	BatchPages    *int            `json:"batch_pages"`
 	BatchRows     int             `json:"batch_rows"`
-	BufferRows    int             `json:"buffer_rows"`
+	BufferRows    *int            `json:"buffer_rows"`
 	Fetch         string          `json:"fetch"` // unordered|ordered
 	Prefetch      int             `json:"prefetch"`
 	Seed          uint64          `json:"seed"`
 	Epoch         uint64          `json:"epoch"`
-	Epochs        int             `json:"epochs"`
+	Epochs        *int            `json:"epochs"`
 	Rank          int             `json:"rank"`
 	World         int             `json:"world"` // 0: $RANK, $WORLD_SIZE, $LOCAL_RANK
 	LocalRank     int             `json:"local_rank"`
@@ -37,14 +43,112 @@ type jsonConfig struct {
 	PositionIDs   bool            `json:"position_ids"`
 	CuSeqlens     bool            `json:"cu_seqlens"`
 	LossMask      bool            `json:"loss_mask"`
-	SeqLen        int             `json:"seq_len"`
+	SeqLen        *int            `json:"seq_len"`
 	EOS           *int32          `json:"eos"` // given: used as is, 0 included
 	Pad           *int32          `json:"pad"`
 	Truncate      bool            `json:"truncate"`
-	MemoryLimit   int64           `json:"memory_limit"`
+	MemoryLimit   *int64          `json:"memory_limit"`
 	IODepth       int             `json:"iodepth"`
 	SkipBadPages  bool            `json:"skip_bad_pages"`
 	Resume        json.RawMessage `json:"resume"`
+}
+
+// Ranges of the integer keys, checked before rinas sees them. Where rinas
+// reads 0 as its default, a 0 given is refused (leave the key out).
+const (
+	maxWorld     = 1 << 20 // ranks (times DataLoader workers) of one job
+	maxBatchRows = 1 << 24
+	maxRows      = 1<<31 - 1 // buffer_rows
+	maxSeqLen    = 1 << 24
+	maxEpochs    = 1<<31 - 1
+)
+
+// checkRange returns a config error naming key unless lo <= v <= hi.
+func checkRange(key string, v, lo, hi int64, note string) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%w: %s %d: want %d..%d%s", rinas.ErrConfig, key, v, lo, hi, note)
+	}
+	return nil
+}
+
+// checkRanges checks every integer key of j.
+func checkRanges(j *jsonConfig) error {
+	const dflt = " (leave the key out for the default)"
+	type rng struct {
+		key    string
+		v      *int64
+		lo, hi int64
+		note   string
+	}
+	opt := func(p *int) *int64 {
+		if p == nil {
+			return nil
+		}
+		v := int64(*p)
+		return &v
+	}
+	val := func(v int) *int64 { x := int64(v); return &x }
+	world := int64(j.World)
+	rankHi := max(world-1, 0)
+	if j.World == 0 {
+		rankHi = 0 // world 0 takes rank and world from the environment
+	}
+	for _, r := range []rng{
+		{"batch_pages", opt(j.BatchPages), 1, 1 << 16, dflt},
+		{"batch_rows", val(j.BatchRows), 0, maxBatchRows, " (0: one batch per batch_pages pages)"},
+		{"buffer_rows", opt(j.BufferRows), 0, maxRows, " (0: no shuffle buffer)"},
+		{"prefetch", val(j.Prefetch), 0, 1 << 16, " (0: chosen at open)"},
+		{"epochs", opt(j.Epochs), 1, maxEpochs, dflt},
+		{"world", &world, 0, maxWorld, " (0: from $WORLD_SIZE)"},
+		{"rank", val(j.Rank), 0, rankHi, fmt.Sprintf(" (of world %d)", j.World)},
+		{"local_rank", val(j.LocalRank), 0, maxWorld - 1, ""},
+		{"seq_len", opt(j.SeqLen), 1, maxSeqLen, dflt},
+		{"memory_limit", j.MemoryLimit, 1, 1<<63 - 1, " bytes" + dflt},
+		{"iodepth", val(j.IODepth), 0, 1 << 16, " (0: the engine's default)"},
+	} {
+		if r.v == nil {
+			continue
+		}
+		if err := checkRange(r.key, *r.v, r.lo, r.hi, r.note); err != nil {
+			return err
+		}
+	}
+	if j.Epochs != nil && j.Epoch > math.MaxUint64-uint64(*j.Epochs) {
+		return fmt.Errorf("%w: epoch %d + epochs %d: past the last epoch number", rinas.ErrConfig, j.Epoch, *j.Epochs)
+	}
+	if j.BufferRows != nil && *j.BufferRows == 0 && strings.EqualFold(j.Shuffle, "stream") {
+		return fmt.Errorf("%w: buffer_rows 0: shuffle \"stream\" needs a buffer (1..%d; leave the key out for 8192)", rinas.ErrConfig, maxRows)
+	}
+	return nil
+}
+
+// jsonErr turns a decoding error into a config error that names the key
+// or the offset and says what was expected.
+func jsonErr(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		want := te.Type.String()
+		switch te.Type.Kind() {
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			want = fmt.Sprintf("an integer in %d..%d", int64(math.MinInt64)>>(64-te.Type.Bits()), int64(math.MaxInt64)>>(64-te.Type.Bits()))
+		case reflect.Uint64:
+			want = "an integer in 0..18446744073709551615"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Slice:
+			want = "a list of strings"
+		}
+		key := te.Field
+		if key == "" {
+			key = "config"
+		}
+		return fmt.Errorf("%w: %s: %s is not %s", rinas.ErrConfig, key, te.Value, want)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: config JSON at offset %d: %v", rinas.ErrConfig, se.Offset, err)
+	}
+	return fmt.Errorf("%w: %v", rinas.ErrConfig, err)
 }
 
 // extras says which of a tokens batch's per-token arrays the descriptor
@@ -65,10 +169,13 @@ func parseConfig(b []byte) (rinas.Config, extras, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&j); err != nil {
-		return rinas.Config{}, extras{}, fmt.Errorf("%w: %v", rinas.ErrConfig, err)
+		return rinas.Config{}, extras{}, jsonErr(err)
 	}
 	if d.More() {
 		return rinas.Config{}, extras{}, fmt.Errorf("%w: data after the config object", rinas.ErrConfig)
+	}
+	if err := checkRanges(&j); err != nil {
+		return rinas.Config{}, extras{}, err
 	}
 	c, err := toConfig(&j)
 	if err != nil {
@@ -99,11 +206,23 @@ func parseConfig(b []byte) (rinas.Config, extras, error) {
 // options, which parseConfig adds).
 func toConfig(j *jsonConfig) (rinas.Config, error) {
 	c := rinas.Config{
-		Paths: j.Paths, Columns: j.Columns, BatchPages: j.BatchPages, BatchRows: j.BatchRows,
-		BufferRows: j.BufferRows, Prefetch: j.Prefetch, Seed: j.Seed, Epoch: j.Epoch, Epochs: j.Epochs,
+		Paths: j.Paths, Columns: j.Columns, BatchRows: j.BatchRows,
+		Prefetch: j.Prefetch, Seed: j.Seed, Epoch: j.Epoch,
 		Rank: j.Rank, World: j.World, LocalRank: j.LocalRank, DropLast: j.DropLast, PadLast: j.PadLast,
-		KeepUneven: j.KeepUneven, Deterministic: j.Deterministic, SeqLen: j.SeqLen, Truncate: j.Truncate,
-		MemoryLimit: j.MemoryLimit, IODepth: j.IODepth, SkipBadPages: j.SkipBadPages,
+		KeepUneven: j.KeepUneven, Deterministic: j.Deterministic, Truncate: j.Truncate,
+		IODepth: j.IODepth, SkipBadPages: j.SkipBadPages,
+	}
+	set := func(dst *int, p *int) {
+		if p != nil {
+			*dst = *p
+		}
+	}
+	set(&c.BatchPages, j.BatchPages)
+	set(&c.BufferRows, j.BufferRows)
+	set(&c.Epochs, j.Epochs)
+	set(&c.SeqLen, j.SeqLen)
+	if j.MemoryLimit != nil {
+		c.MemoryLimit = *j.MemoryLimit
 	}
 	if j.EOS != nil {
 		c.EOS, c.ExplicitEOS = *j.EOS, true

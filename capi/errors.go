@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"syscall"
 
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/index"
@@ -23,6 +24,8 @@ const (
 	statusCorrupt  = -5 // pagefeed.CorruptPageError
 	statusMemory   = -6 // MemoryError
 	statusClosed   = -7 // pagefeed.ClosedError
+	statusOS       = -8 // OSError with pf_last_errno's errno
+	statusTimeout  = 2  // pf_next_wait: no batch in time
 )
 
 // errClosed answers calls on a closed loader or an unknown handle.
@@ -37,6 +40,8 @@ func status(err error) int {
 		return statusOK
 	case errors.Is(err, io.EOF):
 		return statusEOF
+	case errors.Is(err, errTimeout):
+		return statusTimeout
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, index.ErrEmpty):
 		return statusNotFound
 	case errors.Is(err, rinas.ErrMemory):
@@ -50,6 +55,21 @@ func status(err error) int {
 		return statusCorrupt
 	case errors.Is(err, rinas.ErrClosed), errors.Is(err, errClosed), errors.Is(err, context.Canceled):
 		return statusClosed
+	case errnoOf(err) != 0:
+		return statusOS
+	case errors.Is(err, index.ErrNotFile):
+		// a FIFO, socket or device as a path (a link loop has its errno)
+		return statusConfig
 	}
 	return statusErr
+}
+
+// errnoOf returns the system error number err wraps (a path that loops,
+// that may not be read, an I/O error), or 0.
+func errnoOf(err error) syscall.Errno {
+	var no syscall.Errno
+	if errors.As(err, &no) {
+		return no
+	}
+	return 0
 }

@@ -7,10 +7,13 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -43,16 +46,28 @@ func lookup[T any](m map[int64]*T, h int64) *T {
 	return m[h]
 }
 
-// loaderEnt is one open loader. mu serializes Next, State, Len and Close
-// (a rinas.Loader is used by one goroutine); cancel lets Close end a Next
-// that is blocked on another thread.
+// loaderEnt is one open loader. mu serializes Next, State, EpochLen and
+// Close (a rinas.Loader is used by one goroutine); cancel lets Close end a
+// Next that is blocked on another thread.
 type loaderEnt struct {
 	mu     sync.Mutex
 	l      *rinas.Loader
 	x      extras // what each descriptor carries beyond the tokens
 	ctx    context.Context
 	cancel context.CancelFunc
-	n      int64 // Len at open
+	// n is Len of the epoch of the last batch Next returned (of Open's
+	// epoch before the first), kept apart so that pf_len never waits for
+	// a Next blocked on another thread.
+	n atomic.Int64
+	// slice is the context of timed waits (pf_next_wait): one deadline
+	// serves every call that ends before it, so that a wait in slices
+	// costs no allocation per batch.
+	slice       context.Context
+	sliceCancel context.CancelFunc
+	sliceEnd    time.Time
+	// last is the handle of the last batch Next returned, while neither
+	// released nor exported: the one pf_unread may give back.
+	last int64
 }
 
 // batchEnt is one batch handed out. refs counts the caller's reference
@@ -60,12 +75,13 @@ type loaderEnt struct {
 // pf_batch_export whose release the consumer has not called; the batch
 // goes back to the loader when it reaches zero.
 type batchEnt struct {
-	b    *rinas.Batch
-	desc *C.pf_batch
-	pin  runtime.Pinner
-	refs atomic.Int64
-	mu   sync.Mutex
-	gone bool // the caller released it
+	b      *rinas.Batch
+	loader int64 // the handle of the loader that returned it
+	desc   *C.pf_batch
+	pin    runtime.Pinner
+	refs   atomic.Int64
+	mu     sync.Mutex
+	gone   bool // the caller released it
 }
 
 func openLoader(cfgJSON []byte) (int64, error) {
@@ -78,7 +94,7 @@ func openLoader(cfgJSON []byte) (int64, error) {
 		return 0, err
 	}
 	e := &loaderEnt{l: l, x: x}
-	e.n = int64(l.Len())
+	e.n.Store(int64(l.Len()))
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	return register(table.loaders, e), nil
 }
@@ -97,29 +113,126 @@ func withLoader(h int64, fn func(e *loaderEnt) error) error {
 	return fn(e)
 }
 
-// nextBatch returns the next batch's handle and C descriptor.
-func nextBatch(h int64) (int64, *C.pf_batch, error) {
+// errTimeout is what a timed wait returns when no batch came in time
+// (PF_TIMEOUT): nothing was taken, and the next call waits again.
+var errTimeout = errors.New("pagefeed: no batch within the wait's timeout")
+
+// waitCtx returns the context for a Next that waits at most d (d < 0: until
+// Close). A deadline set by an earlier call is reused while it falls
+// within d, so that the waits of a loader that keeps up cost no timer.
+func (e *loaderEnt) waitCtx(d time.Duration) context.Context {
+	if d < 0 {
+		return e.ctx
+	}
+	now := time.Now()
+	if e.slice != nil && e.sliceEnd.After(now) && !e.sliceEnd.After(now.Add(d)) {
+		return e.slice
+	}
+	if e.sliceCancel != nil {
+		e.sliceCancel()
+	}
+	e.sliceEnd = now.Add(d)
+	e.slice, e.sliceCancel = context.WithDeadline(e.ctx, e.sliceEnd)
+	return e.slice
+}
+
+// nextBatch returns the next batch's handle and C descriptor, waiting at
+// most timeout (< 0: until one comes or Close); errTimeout when none came.
+func nextBatch(h int64, timeout time.Duration) (int64, *C.pf_batch, error) {
 	var b *rinas.Batch
 	var x extras
+	var bh int64
+	var desc *C.pf_batch
 	err := withLoader(h, func(e *loaderEnt) error {
+		// A Next cut short keeps what it waited for (rinas assembles
+		// transactionally): the next call goes on from there.
+		ctx := e.waitCtx(timeout)
 		var err error
-		b, err = e.l.Next(e.ctx)
+		b, err = e.l.Next(ctx)
+		if err != nil {
+			if ctx != e.ctx && errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
+				return errTimeout
+			}
+			return err
+		}
+		e.n.Store(int64(e.l.Len()))
 		x = e.x
-		return err
+		be := &batchEnt{b: b, loader: h}
+		be.refs.Store(1)
+		bh = register(table.batches, be)
+		desc, err = describeBatch(bh, b, x, &be.pin)
+		if err != nil {
+			// The batch never reached the caller: its rows go back
+			// to the loader rather than being lost.
+			table.Lock()
+			delete(table.batches, bh)
+			table.Unlock()
+			be.pin.Unpin()
+			if uerr := unread(e.l, b); uerr != nil {
+				b.Release()
+				return fmt.Errorf("%w (and giving the batch back: %v)", err, uerr)
+			}
+			return err
+		}
+		be.desc = desc
+		e.last = bh
+		return nil
 	})
 	if err != nil {
 		return 0, nil, err
 	}
-	be := &batchEnt{b: b}
-	be.refs.Store(1)
-	bh := register(table.batches, be)
-	desc, err := describe(bh, b, x, &be.pin)
-	if err != nil {
-		unrefBatch(bh)
-		return 0, nil, err
-	}
-	be.desc = desc
 	return bh, desc, nil
+}
+
+// unreadBatch gives batch bh, the last that loader h's Next returned and
+// neither released nor exported, back to the loader: its rows are
+// delivered again by the next Next, and the loader's state counts them
+// as not delivered. Its descriptor is freed.
+func unreadBatch(h, bh int64) error {
+	return withLoader(h, func(e *loaderEnt) error {
+		be := lookup(table.batches, bh)
+		if be == nil || be.loader != h || bh != e.last {
+			return fmt.Errorf("%w: batch %d is not the last batch loader %d returned", rinas.ErrConfig, bh, h)
+		}
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		if be.gone || be.refs.Load() != 1 {
+			return fmt.Errorf("%w: batch %d was released or exported", rinas.ErrConfig, bh)
+		}
+		if err := unread(e.l, be.b); err != nil {
+			return err
+		}
+		be.gone = true
+		e.last = 0
+		table.Lock()
+		delete(table.batches, bh)
+		table.Unlock()
+		freeDesc(be.desc)
+		be.desc = nil
+		be.pin.Unpin()
+		return nil
+	})
+}
+
+// unread gives b back to l (rinas.Loader.Unread); a batch l cannot take
+// back is the caller's mistake, a config error.
+func unread(l *rinas.Loader, b *rinas.Batch) error {
+	err := l.Unread(b)
+	if errors.Is(err, rinas.ErrUnread) {
+		return fmt.Errorf("%w: %v", rinas.ErrConfig, err)
+	}
+	return err
+}
+
+// describeBatch is describe, but where a test makes it fail
+// (failDescribe).
+var describeBatch = describe
+
+// failDescribe makes describeBatch fail with err until restore is called
+// (for tests, which cannot name cgo's types).
+func failDescribe(err error) (restore func()) {
+	describeBatch = func(int64, *rinas.Batch, extras, *runtime.Pinner) (*C.pf_batch, error) { return nil, err }
+	return func() { describeBatch = describe }
 }
 
 // describe builds the C descriptor of b: its token matrix (and the
@@ -298,7 +411,7 @@ func unrefBatch(bh int64) {
 // zeroed structs, for a consumer such as pyarrow that takes ownership:
 // the batch stays out of the loader until that consumer calls the
 // array's release, as well as until pf_batch_release.
-func exportChunk(bh int64, c, i int, arr *C.struct_ArrowArray, sch *C.struct_ArrowSchema) error {
+func exportChunk(bh int64, c, i int64, arr *C.struct_ArrowArray, sch *C.struct_ArrowSchema) error {
 	be := lookup(table.batches, bh)
 	if be == nil {
 		return fmt.Errorf("%w: batch %d", errClosed, bh)
@@ -309,7 +422,7 @@ func exportChunk(bh int64, c, i int, arr *C.struct_ArrowArray, sch *C.struct_Arr
 		return fmt.Errorf("%w: batch %d released", errClosed, bh)
 	}
 	b := be.b
-	if c < 0 || c >= len(b.Columns) || i < 0 || i >= len(b.Columns[c].Arrays) {
+	if c < 0 || c >= int64(len(b.Columns)) || i < 0 || i >= int64(len(b.Columns[c].Arrays)) {
 		return fmt.Errorf("%w: no chunk %d of column %d", rinas.ErrConfig, i, c)
 	}
 	a := b.Columns[c].Arrays[i]
@@ -325,25 +438,62 @@ func exportChunk(bh int64, c, i int, arr *C.struct_ArrowArray, sch *C.struct_Arr
 	return nil
 }
 
-func stateJSON(h int64) ([]byte, error) {
+// stateJSON returns the loader's state as JSON; compact leaves out the
+// fields that name the loader (dataset, files, columns, lead, shuffle,
+// output), which are the same in every state one loader takes, so that a
+// caller that records a state per batch copies only what changes.
+func stateJSON(h int64, compact bool) ([]byte, error) {
 	var out []byte
 	err := withLoader(h, func(e *loaderEnt) error {
 		var err error
-		out, err = rinas.MarshalState(e.l.State())
+		if compact {
+			out, err = json.Marshal(compactState{State: e.l.State()})
+		} else {
+			out, err = rinas.MarshalState(e.l.State())
+		}
 		return err
 	})
 	return out, err
 }
 
-// loaderLen returns the loader's batches per epoch for this rank
-// (rinas.Loader.Len), taken at open so that it never waits for a pf_next
-// blocked on another thread.
+// compactState marshals a State without the fields that name the loader:
+// each of these shadows the embedded State's field of the same JSON name
+// and, nil, is left out.
+type compactState struct {
+	*rinas.State
+	Dataset *struct{} `json:"dataset,omitempty"`
+	Files   *struct{} `json:"files,omitempty"`
+	Columns *struct{} `json:"columns,omitempty"`
+	Lead    *struct{} `json:"lead,omitempty"`
+	Shuffle *struct{} `json:"shuffle,omitempty"`
+	Output  *struct{} `json:"output,omitempty"`
+}
+
+// loaderLen returns the loader's batches for this rank in the epoch of
+// the last batch Next returned (Open's epoch before the first one:
+// rinas.Loader.Len), recorded after each Next so that it never waits for
+// a pf_next blocked on another thread.
 func loaderLen(h int64) (int64, error) {
 	e := lookup(table.loaders, h)
 	if e == nil {
 		return 0, fmt.Errorf("%w: loader %d", errClosed, h)
 	}
-	return e.n, nil
+	return e.n.Load(), nil
+}
+
+// epochLen returns the loader's batches for this rank in epoch
+// (rinas.Loader.EpochLen).
+func epochLen(h int64, epoch int64) (int64, error) {
+	if epoch < 0 {
+		return 0, fmt.Errorf("%w: epoch %d: want 0..%d", rinas.ErrConfig, epoch, int64(math.MaxInt64))
+	}
+	var n int
+	err := withLoader(h, func(e *loaderEnt) error {
+		var err error
+		n, err = e.l.EpochLen(uint64(epoch))
+		return err
+	})
+	return int64(n), err
 }
 
 // closeLoader ends a Next blocked on another thread, then closes. Batches
@@ -356,6 +506,9 @@ func closeLoader(h int64) error {
 	e.cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.sliceCancel != nil {
+		e.sliceCancel()
+	}
 	table.Lock()
 	delete(table.loaders, h)
 	table.Unlock()
@@ -368,7 +521,10 @@ func closeLoader(h int64) error {
 }
 
 // reshardJSON reshards a JSON array of states to world ranks.
-func reshardJSON(in []byte, world int) ([]byte, error) {
+func reshardJSON(in []byte, world int64) ([]byte, error) {
+	if err := checkRange("world", world, 1, maxWorld, ""); err != nil {
+		return nil, err
+	}
 	var raw []json.RawMessage
 	if err := json.Unmarshal(in, &raw); err != nil {
 		return nil, fmt.Errorf("%w: states: %v", rinas.ErrState, err)
@@ -381,7 +537,7 @@ func reshardJSON(in []byte, world int) ([]byte, error) {
 		}
 		states[i] = s
 	}
-	out, err := rinas.Reshard(states, world)
+	out, err := rinas.Reshard(states, int(world))
 	if err != nil {
 		return nil, err
 	}
@@ -390,3 +546,6 @@ func reshardJSON(in []byte, world int) ([]byte, error) {
 
 // goString copies a C string into Go (for tests, which cannot use cgo).
 func goString(p unsafe.Pointer) string { return C.GoString((*C.char)(p)) }
+
+// lastError is pf_last_error in Go (for tests, which cannot use cgo).
+func lastError() string { return C.GoString(C.pf_last_error()) }

@@ -19,9 +19,14 @@
 //   - A loader is used by one thread at a time (the calls on one handle
 //     are serialized), except that pf_close may be called while pf_next
 //     blocks on another thread: that pf_next returns PF_ERR_CLOSED.
-//   - pf_next blocks until a batch is ready. Batches hold the loader's
-//     fixed memory until pf_batch_release: a caller that keeps them all
-//     blocks pf_next (backpressure). Batches stay valid after pf_close.
+//   - pf_next blocks until a batch is ready; pf_next_wait waits at most a
+//     timeout and returns PF_TIMEOUT with nothing taken, so that a caller
+//     can run its signal handlers between waits and call again. Batches
+//     hold the loader's fixed memory until pf_batch_release: a caller that
+//     keeps them all blocks pf_next (backpressure). Batches stay valid
+//     after pf_close.
+//   - Every pointer argument is checked: NULL is PF_ERR_CONFIG, as is an
+//     integer argument out of its range (the message names it).
 //   - The Go runtime does not survive fork(): a process that forks after
 //     loading the library must use it only in the parent.
 package main
@@ -32,8 +37,13 @@ import "C"
 
 import (
 	"fmt"
+	"math"
+	"reflect"
 	"runtime/debug"
+	"time"
 	"unsafe"
+
+	"github.com/pagefeed/pagefeed/rinas"
 )
 
 // abiVersion is pagefeed.h's PF_ABI_VERSION, defined there only, next to
@@ -49,18 +59,28 @@ func main() {}
 func call(fn func() error) (rc C.int) {
 	defer func() {
 		if r := recover(); r != nil {
-			C.pf_set_error(C.CString(fmt.Sprintf("pagefeed: internal error: %v\n%s", r, debug.Stack())))
+			C.pf_set_error(C.CString(fmt.Sprintf("pagefeed: internal error: %v\n%s", r, debug.Stack())), 0)
 			rc = statusErr
 		}
 	}()
 	err := fn()
 	st := status(err)
-	if err == nil || st == statusEOF {
-		C.pf_set_error(nil)
+	if st >= 0 {
+		C.pf_set_error(nil, 0)
 	} else {
-		C.pf_set_error(C.CString(err.Error()))
+		C.pf_set_error(C.CString(err.Error()), C.int(errnoOf(err)))
 	}
 	return C.int(st)
+}
+
+// nonNil returns a config error naming the pointer argument that is NULL.
+func nonNil(args ...any) error {
+	for i := 0; i+1 < len(args); i += 2 {
+		if reflect.ValueOf(args[i+1]).IsNil() {
+			return fmt.Errorf("%w: argument %s is NULL", rinas.ErrConfig, args[i])
+		}
+	}
+	return nil
 }
 
 // pf_version returns a static string naming the library and its ABI.
@@ -79,6 +99,12 @@ func pf_abi_version() C.int { return abiVersion }
 //export pf_open
 func pf_open(cfg *C.char, n C.size_t, out *C.int64_t) C.int {
 	return call(func() error {
+		if err := nonNil("cfg", cfg, "out", out); err != nil {
+			return err
+		}
+		if n > 1<<30 {
+			return fmt.Errorf("%w: config of %d bytes: want at most 1 GiB", rinas.ErrConfig, uint64(n))
+		}
 		h, err := openLoader(C.GoBytes(unsafe.Pointer(cfg), C.int(n)))
 		*out = C.int64_t(h)
 		return err
@@ -91,11 +117,39 @@ func pf_open(cfg *C.char, n C.size_t, out *C.int64_t) C.int {
 //
 //export pf_next
 func pf_next(h C.int64_t, out **C.pf_batch) C.int {
+	return pf_next_wait(h, -1, out)
+}
+
+// pf_next_wait is pf_next waiting at most timeout_ms milliseconds (-1:
+// for ever): PF_TIMEOUT when no batch came in time, with nothing taken
+// (*out is NULL, and the next call waits again).
+//
+//export pf_next_wait
+func pf_next_wait(h C.int64_t, timeoutMs C.int64_t, out **C.pf_batch) C.int {
 	return call(func() error {
-		_, d, err := nextBatch(int64(h))
+		if err := nonNil("out", out); err != nil {
+			return err
+		}
+		*out = nil
+		if err := checkRange("timeout_ms", int64(timeoutMs), -1, math.MaxInt64/int64(time.Millisecond), " (-1: no timeout)"); err != nil {
+			return err
+		}
+		_, d, err := nextBatch(int64(h), time.Duration(timeoutMs)*time.Millisecond)
 		*out = d
 		return err
 	})
+}
+
+// pf_unread gives batch b back to loader h unread: b must be the last
+// batch pf_next returned, neither released nor exported. Its rows are
+// delivered again by the next pf_next, pf_state counts them as not
+// delivered, and b's descriptor is freed (do not release it). A caller
+// whose hand-off of a batch was interrupted (a signal) calls it so that
+// nothing is lost.
+//
+//export pf_unread
+func pf_unread(h, b C.int64_t) C.int {
+	return call(func() error { return unreadBatch(int64(h), int64(b)) })
 }
 
 // pf_batch_release gives a batch back; a second release of the same
@@ -113,16 +167,30 @@ func pf_batch_release(b C.int64_t) C.int {
 //
 //export pf_batch_export
 func pf_batch_export(b C.int64_t, c, i C.int64_t, arr *C.struct_ArrowArray, sch *C.struct_ArrowSchema) C.int {
-	return call(func() error { return exportChunk(int64(b), int(c), int(i), arr, sch) })
+	return call(func() error {
+		if err := nonNil("arr", arr, "sch", sch); err != nil {
+			return err
+		}
+		return exportChunk(int64(b), int64(c), int64(i), arr, sch)
+	})
 }
 
 // pf_state stores the loader's checkpoint, as JSON, in *out (free it with
-// pf_free): the state after the last batch pf_next returned.
+// pf_free): the state after the last batch pf_next returned. flags
+// PF_STATE_COMPACT leaves out the fields that name the loader (dataset,
+// files, columns, lead, shuffle, output: the same in every state of one
+// open loader); add them back from a full state of the same loader.
 //
 //export pf_state
-func pf_state(h C.int64_t, out **C.char) C.int {
+func pf_state(h C.int64_t, flags C.int, out **C.char) C.int {
 	return call(func() error {
-		b, err := stateJSON(int64(h))
+		if err := nonNil("out", out); err != nil {
+			return err
+		}
+		if flags&^C.PF_STATE_COMPACT != 0 {
+			return fmt.Errorf("%w: flags %#x: want 0 or PF_STATE_COMPACT", rinas.ErrConfig, int(flags))
+		}
+		b, err := stateJSON(int64(h), flags&C.PF_STATE_COMPACT != 0)
 		if err == nil {
 			*out = C.CString(string(b))
 		}
@@ -136,7 +204,10 @@ func pf_state(h C.int64_t, out **C.char) C.int {
 //export pf_reshard
 func pf_reshard(states *C.char, world C.int64_t, out **C.char) C.int {
 	return call(func() error {
-		b, err := reshardJSON([]byte(C.GoString(states)), int(world))
+		if err := nonNil("states", states, "out", out); err != nil {
+			return err
+		}
+		b, err := reshardJSON([]byte(C.GoString(states)), int64(world))
 		if err == nil {
 			*out = C.CString(string(b))
 		}
@@ -149,13 +220,35 @@ func pf_reshard(states *C.char, world C.int64_t, out **C.char) C.int {
 //export pf_free
 func pf_free(p unsafe.Pointer) { C.free(p) }
 
-// pf_len stores the loader's batches per epoch for its rank in *out
-// (known at open; see rinas.Loader.Len for how exact it is).
+// pf_len stores in *out the loader's batches for its rank in the epoch of
+// the last batch pf_next returned (before the first: the epoch it opened
+// at, a resumed epoch counted whole); it never waits for a pf_next
+// blocked on another thread. See rinas.Loader.Len for how exact it is.
 //
 //export pf_len
 func pf_len(h C.int64_t, out *C.int64_t) C.int {
 	return call(func() error {
+		if err := nonNil("out", out); err != nil {
+			return err
+		}
 		n, err := loaderLen(int64(h))
+		*out = C.int64_t(n)
+		return err
+	})
+}
+
+// pf_epoch_len stores in *out the loader's batches for its rank in epoch
+// (0 or more): the epoch being read as it runs (resumed or resharded), any
+// other as a fresh start of it plans it (rinas.Loader.EpochLen). It waits
+// for a pf_next in progress on another thread.
+//
+//export pf_epoch_len
+func pf_epoch_len(h C.int64_t, epoch C.int64_t, out *C.int64_t) C.int {
+	return call(func() error {
+		if err := nonNil("out", out); err != nil {
+			return err
+		}
+		n, err := epochLen(int64(h), int64(epoch))
 		*out = C.int64_t(n)
 		return err
 	})

@@ -5,13 +5,17 @@
 /* The last error is per thread: a Go call runs on its caller's thread, so
  * the message it leaves here is the one its caller reads next. */
 static __thread char* pf_err;
+static __thread int pf_eno;
 
-void pf_set_error(char* msg) {
+void pf_set_error(char* msg, int eno) {
   free(pf_err);
   pf_err = msg;
+  pf_eno = eno;
 }
 
 const char* pf_last_error(void) { return pf_err ? pf_err : ""; }
+
+int pf_last_errno(void) { return pf_eno; }
 
 typedef struct {
   void (*release)(struct ArrowArray*);

@@ -9,7 +9,7 @@
 
 /* The version of the calls and structs below, which pf_abi_version
  * returns: it changes whenever one of them does. */
-#define PF_ABI_VERSION 3
+#define PF_ABI_VERSION 4
 
 /* The Arrow C Data Interface, as its specification defines it. */
 #ifndef ARROW_C_DATA_INTERFACE
@@ -42,10 +42,12 @@ struct ArrowArray {
 };
 #endif
 
-/* Status codes every call returns (0 or a negative code; pf_next also 1). */
+/* Status codes every call returns (0 or a negative code; pf_next also 1,
+ * pf_next_wait also 1 and 2). */
 enum {
   PF_OK = 0,
   PF_EOF = 1,            /* pf_next: the last epoch is over */
+  PF_TIMEOUT = 2,        /* pf_next_wait: no batch in time, nothing taken */
   PF_ERR = -1,           /* anything else; pf_last_error says what */
   PF_ERR_CONFIG = -2,    /* invalid config, unknown key or column */
   PF_ERR_STATE = -3,     /* a state from another dataset, seed or run */
@@ -53,7 +55,11 @@ enum {
   PF_ERR_CORRUPT = -5,   /* bytes that are not valid Parquet */
   PF_ERR_MEMORY = -6,    /* the config needs more than memory_limit */
   PF_ERR_CLOSED = -7,    /* the loader is closed, or no such handle */
+  PF_ERR_OS = -8,        /* a system call failed; pf_last_errno says which errno */
 };
+
+/* pf_state's flags. */
+#define PF_STATE_COMPACT 1 /* leave out the fields that name the loader */
 
 /* One batch, C-allocated by pf_next and freed by pf_batch_release. Every
  * pointer in it stays valid until then, also after pf_close: the token
@@ -95,8 +101,11 @@ typedef struct pf_batch {
 /* The message of the calling thread's last failed call ("" after a call
  * that succeeded), like errno: valid until that thread's next call. */
 const char* pf_last_error(void);
+/* The errno behind the calling thread's last failed call (PF_ERR_OS;
+ * others may carry one too), 0 if none. */
+int pf_last_errno(void);
 /* Set by each call on its thread; not for callers. */
-void pf_set_error(char* msg);
+void pf_set_error(char* msg, int eno);
 /* Wraps an exported array so that its release also drops a reference on
  * batch (see pf_batch_export). */
 int pf_wrap_release(struct ArrowArray* a, int64_t batch);

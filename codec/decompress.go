@@ -196,6 +196,61 @@ func readExact(r io.Reader, dst []byte) error {
 	return nil
 }
 
+// stream returns a reader of what src decompresses to under codec, for
+// the codecs that can stop early (zstd, gzip, brotli): a caller that needs
+// only a page's head does not pay for the rest. It returns nil for the
+// others. The reader is valid until the next call on d; endStream drops
+// its reference to src.
+func (d *decompressors) stream(codec compress.Compression, src []byte) (io.Reader, error) {
+	switch codec {
+	case compress.Codecs.Zstd:
+		if d.zstd == nil {
+			z, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1),
+				zstd.WithDecodeAllCapLimit(true), zstd.WithDecoderLowmem(true))
+			if err != nil {
+				return nil, err
+			}
+			d.zstd = z
+		}
+		d.rd.Reset(src)
+		// With concurrency 1 the stream decodes on the caller's
+		// goroutine, block by block, as it is read.
+		if err := d.zstd.Reset(&d.rd); err != nil {
+			return nil, err
+		}
+		return d.zstd, nil
+	case compress.Codecs.Gzip:
+		d.rd.Reset(src)
+		if d.gz == nil {
+			gz, err := gzip.NewReader(&d.rd)
+			if err != nil {
+				return nil, err
+			}
+			d.gz = gz
+		} else if err := d.gz.Reset(&d.rd); err != nil {
+			return nil, err
+		}
+		return d.gz, nil
+	case compress.Codecs.Brotli:
+		d.rd.Reset(src)
+		if d.br == nil {
+			d.br = brotli.NewReader(&d.rd)
+		} else if err := d.br.Reset(&d.rd); err != nil {
+			return nil, err
+		}
+		return d.br, nil
+	}
+	return nil, nil
+}
+
+// endStream drops the stream's reference to its input.
+func (d *decompressors) endStream() {
+	if d.zstd != nil {
+		_ = d.zstd.Reset(nil)
+	}
+	d.rd.Reset(nil)
+}
+
 func (d *decompressors) close() {
 	if d.zstd != nil {
 		d.zstd.Close()

@@ -123,7 +123,18 @@ func FuzzDecodePage(f *testing.F) {
 		fc := chunks[int(sel)%len(chunks)]
 		d := NewDecoder(Options{MaxPageBytes: 1 << 20, MaxPageValues: 1 << 16})
 		defer d.Close()
+		rows, cont, rerr := d.RowStarts(fc.cp.chunk, page, 100)
+		if rerr != nil {
+			var e *Error
+			if !errors.As(rerr, &e) || e.Off != 100 || !(errors.Is(rerr, ErrCorrupt) || errors.Is(rerr, ErrUnsupported) ||
+				errors.Is(rerr, ErrCRC) || errors.Is(rerr, ErrPageTooLarge)) {
+				t.Fatalf("RowStarts: unexpected error %v", rerr)
+			}
+		}
 		pg, err := d.DecodePage(fc.cp.chunk, fc.dict, page, 100)
+		if err == nil && rerr == nil && (rows != pg.Rows() || cont != (pg.LeadingLevels() > 0)) {
+			t.Fatalf("RowStarts: %d rows, continues %v; decoded %d rows, %d leading levels", rows, cont, pg.Rows(), pg.LeadingLevels())
+		}
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Off != 100 || !(errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupported) ||

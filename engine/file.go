@@ -14,11 +14,20 @@ import (
 // the file system accepts it. Where O_DIRECT is refused at open (EINVAL:
 // tmpfs, some FUSE) and Direct is TryOn, the file is reopened buffered,
 // File.Direct reports false, and the fallback is noticed once per device.
-func (e *Engine) Open(path string) (*File, error) {
+func (e *Engine) Open(path string) (*File, error) { return e.OpenMode(path, e.opts.Direct) }
+
+// OpenMode is Open with direct in place of Options.Direct: a caller that
+// chooses per file between O_DIRECT and the page cache opens each file
+// with its own mode (TryOn falls back and notices as Open does). One path
+// may be open several times, in different modes.
+func (e *Engine) OpenMode(path string, direct Tristate) (*File, error) {
 	if e.closing.Load() {
 		return nil, &Error{Op: "open", Path: path, Err: ErrClosed}
 	}
-	f, dev, err := openPath(path, e.opts.Direct)
+	if direct < TryOn || direct > Off {
+		return nil, &Error{Op: "open", Path: path, Err: fmt.Errorf("%w: direct mode %d", ErrInvalid, direct)}
+	}
+	f, dev, err := openPath(path, direct)
 	if err != nil {
 		return nil, err
 	}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -22,9 +25,10 @@ import (
 
 // Options configures Build. Zero fields take the defaults of fill.
 type Options struct {
-	// Columns is the projection: dotted leaf paths ("input_ids.list.element")
-	// or top-level field names ("input_ids", meaning all its leaves). Empty
-	// means every leaf column.
+	// Columns is the projection: logical paths ("input_ids", "meta.lang"),
+	// fields above them ("meta", meaning all its leaves) or leaf paths as
+	// some file spells them ("input_ids.list.element"). Empty means every
+	// leaf column.
 	Columns []string
 	// Reader does the batched reads; Build never starts an engine of its
 	// own. Default: an engine.PreadReader with Parallelism goroutines.
@@ -172,6 +176,7 @@ func Build(ctx context.Context, paths []string, opts Options) (*Index, error) {
 	ix.stats.SidecarPath = scPath
 	if !b.hit {
 		ix.stats.Reused = b.reused
+		ix.stats.CountedPages, ix.stats.CountedBytes = b.counted.pages.Load(), b.counted.read.Load()
 	}
 	ix.stats.BuildTime = time.Since(start)
 	return ix, nil
@@ -187,25 +192,45 @@ func isParquetName(name string) bool {
 // as Build reads them: a file named explicitly is taken whatever its name;
 // a directory is walked recursively for files named *.parquet, *.parq or
 // *.pq, skipping folders whose names start with "." or "_", our sidecars,
-// and (with a notice to logf, which may be nil) other names and
-// non-regular files; a glob pattern expands to files and directories,
-// and matching nothing is an error wrapping ErrEmpty. A file named twice
-// is listed once, where it is first named.
+// and (with a notice to logf, which may be nil) other names; a glob
+// pattern expands to files and directories, and matching nothing is an
+// error wrapping ErrEmpty. A file named twice is listed once, where it is
+// first named.
+//
+// Only regular files are read. Every check is a stat, which never blocks
+// (opening a FIFO for reading would wait for a writer): a path named
+// explicitly that is a FIFO, a socket or a device (block devices
+// included: a device has no size or modification time to key the index
+// on) fails with an error wrapping ErrNotFile that names it and its kind,
+// and so does a symbolic link that loops. In a directory or among a
+// glob's matches such entries are skipped with a notice, as other
+// entries that are not Parquet are; a symbolic link there is followed,
+// and one that dangles or loops fails as a named file would.
 func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
 	var out []FileInfo
 	seen := map[string]bool{}
-	add := func(p string, st fs.FileInfo) error {
+	// add lists p, stat'ed as st (following links); explicit says the
+	// user named it, so that another kind of file is an error rather than
+	// a skipped entry.
+	add := func(p string, st fs.FileInfo, explicit bool) error {
 		if seen[p] {
 			return nil
 		}
 		if st == nil {
 			var err error
-			if st, err = os.Stat(p); err != nil {
-				return &Error{Op: "stat", Path: p, Off: -1, Err: err}
+			if st, err = statPath(p); err != nil {
+				return err
 			}
+		}
+		if !st.Mode().IsRegular() {
+			if explicit {
+				return &Error{Op: "stat", Path: p, Off: -1, Err: fmt.Errorf("%w: %s", ErrNotFile, kindOf(st.Mode()))}
+			}
+			logf("skipping %s: not a regular file (%s)", p, kindOf(st.Mode()))
+			return nil
 		}
 		seen[p] = true
 		out = append(out, FileInfo{Path: p, Size: st.Size(), ModTime: st.ModTime()})
@@ -227,11 +252,11 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 			case strings.HasPrefix(name, sidecarPrefix):
 				// our own sidecars
 			case !d.Type().IsRegular() && d.Type()&fs.ModeSymlink == 0:
-				logf("skipping %s: not a regular file", p)
+				logf("skipping %s: not a regular file (%s)", p, kindOf(d.Type()))
 			case !isParquetName(name):
 				logf("skipping %s: not a parquet file name", p)
 			default:
-				return add(p, nil)
+				return add(p, nil, false)
 			}
 			return nil
 		})
@@ -246,23 +271,23 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 				return nil, &Error{Op: "glob", Path: p, Off: -1, Err: fmt.Errorf("%w: pattern matches nothing", ErrEmpty)}
 			}
 			for _, q := range m {
-				st, err := os.Stat(q)
+				st, err := statPath(q)
 				if err != nil {
-					return nil, &Error{Op: "stat", Path: q, Off: -1, Err: err}
+					return nil, err
 				}
 				if st.IsDir() {
 					if err := walk(q); err != nil {
 						return nil, err
 					}
-				} else if err := add(q, st); err != nil {
+				} else if err := add(q, st, false); err != nil {
 					return nil, err
 				}
 			}
 			continue
 		}
-		st, err := os.Stat(p)
+		st, err := statPath(p)
 		if err != nil {
-			return nil, &Error{Op: "stat", Path: p, Off: -1, Err: err}
+			return nil, err
 		}
 		if st.IsDir() {
 			if err := walk(p); err != nil {
@@ -270,7 +295,7 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 			}
 			continue
 		}
-		if err := add(p, st); err != nil {
+		if err := add(p, st, true); err != nil {
 			return nil, err
 		}
 	}
@@ -278,6 +303,40 @@ func ExpandPaths(paths []string, logf func(string, ...any)) ([]FileInfo, error) 
 		return nil, &Error{Op: "list", Path: strings.Join(paths, " "), Off: -1, Err: ErrEmpty}
 	}
 	return out, nil
+}
+
+// statPath stats p, following symbolic links; a link that loops fails
+// with ErrNotFile (and the ELOOP cause), naming p.
+func statPath(p string) (fs.FileInfo, error) {
+	st, err := os.Stat(p)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &Error{Op: "stat", Path: p, Off: -1, Err: fmt.Errorf("%w: a symbolic link loop (%w)", ErrNotFile, syscall.ELOOP)}
+	}
+	if err != nil {
+		return nil, &Error{Op: "stat", Path: p, Off: -1, Err: err}
+	}
+	return st, nil
+}
+
+// kindOf names the kind of file a mode describes, for errors and notices.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case m.IsDir():
+		return "a directory"
+	case m.IsRegular():
+		return "a regular file"
+	}
+	return "an irregular file"
 }
 
 // chunkRaw is what a footer says about one projected column chunk.
@@ -289,7 +348,8 @@ type chunkRaw struct {
 	dataOff   int64
 	numValues int64
 	oiOff     int64
-	oiLen     int32 // 0: no offset index
+	oiLen     int32  // 0: no offset index (or one ignored: oiBad)
+	oiBad     string // why the footer's offset index location is ignored
 }
 
 // fileMeta is what the index keeps of one footer.
@@ -297,12 +357,22 @@ type fileMeta struct {
 	schema  *schema.Schema // dropped once its schema set is known
 	sum     uint64         // hash of the footer (sidecar staleness check)
 	flen    uint32         // footer length
-	paths   []string       // resolved projection
+	paths   []string       // resolved projection: logical paths
+	shapes  []string       // their nesting (logicalLeaf.shape)
+	types   []string       // their logical types, for messages
 	leaves  []int
 	rgRows  []int64
 	chunks  []chunkRaw // row group major: chunks[r*ncols+k]
 	maxRep  []int16
 	numRows int64
+	// resolved maps each projected name to the logical paths it matched.
+	resolved map[string][]string
+	// A footer where some projected names match nothing (missing) is kept
+	// whole (md) until resolveNames has translated them; missingErr is the
+	// error when nothing does.
+	md         *metadata.FileMetaData
+	missing    []string
+	missingErr error
 }
 
 // chunkPages is the located pages of one (column, chunk).
@@ -311,12 +381,18 @@ type chunkPages struct {
 	dictOff  int64
 	dictSize int32
 	source   Source
+	why      string // FromBadOffsetIndex: why the offset index was ignored
 }
 
 type tmpPage struct {
 	off  int64
 	size uint32
-	row  uint32
+	row  uint32 // first row within the chunk (finishRows sets it)
+	n    int64  // rows that start in the page; -1 until known
+	mid  bool   // its first levels continue a row an earlier page began
+	// counted: n comes from the page's levels; bad: they do not decode
+	// (n stays -1 and finishRows gives it the rows the others leave).
+	counted, bad bool
 }
 
 type builder struct {
@@ -331,6 +407,12 @@ type builder struct {
 	ncols   int
 	res     []chunkPages // per file, row group, column: flattened via base[f]
 	base    []int        // first res index of file f
+	sets    []schemaSet  // the declarations (schemaSets)
+	fileSch []int32      // per file: its declaration
+	decs    decoderPool  // for counting rows (countRows)
+	counted countStats
+	badMu   sync.Mutex
+	bad     map[int]string // flattened chunk → why its rows are not sound
 }
 
 // footerTail decodes a footer from the last len(tail) bytes of a file of
@@ -399,43 +481,59 @@ func parseOffsetIndex(b []byte) (locs []*metadata.PageLocation, err error) {
 	return oi.GetPageLocations(), nil
 }
 
-// resolveColumns maps a projection to leaf indexes of sc.
-func resolveColumns(sc *schema.Schema, names []string) ([]int, error) {
-	var out []int
+// resolveColumns maps a projection to leaf indexes of sc, whose leaves
+// are named ll (logicalLeaves). A name means the leaf whose logical path
+// or raw leaf path it is, or every leaf under it (a prefix followed by a
+// dot). It returns the leaves in projection order, what each name matched
+// (its logical paths) and the names that match nothing here.
+func resolveColumns(sc *schema.Schema, ll []logicalLeaf, names []string) (leaves []int, resolved map[string][]string, missing []string) {
 	seen := map[int]bool{}
 	add := func(i int) {
 		if !seen[i] {
 			seen[i] = true
-			out = append(out, i)
+			leaves = append(leaves, i)
 		}
 	}
 	if len(names) == 0 {
 		for i := 0; i < sc.NumColumns(); i++ {
 			add(i)
 		}
-		return out, nil
+		return leaves, nil, nil
 	}
+	resolved = make(map[string][]string, len(names))
 	for _, name := range names {
-		if i := sc.ColumnIndexByName(name); i >= 0 {
-			add(i)
+		var got []string
+		for i := 0; i < sc.NumColumns(); i++ {
+			if matchesColumn(name, ll[i].path, sc.Column(i).Path()) {
+				add(i)
+				got = append(got, ll[i].path)
+			}
+		}
+		if len(got) == 0 {
+			missing = append(missing, name)
 			continue
 		}
-		found := false
-		for i := 0; i < sc.NumColumns(); i++ {
-			if strings.HasPrefix(sc.Column(i).Path(), name+".") {
-				add(i)
-				found = true
-			}
-		}
-		if !found {
-			names := make([]string, sc.NumColumns())
-			for i := range names {
-				names[i] = sc.Column(i).Path()
-			}
-			return nil, fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(names, ", "))
-		}
+		resolved[name] = got
 	}
-	return out, nil
+	return leaves, resolved, missing
+}
+
+// matchesColumn reports whether a projected name means the leaf of logical
+// path logical and raw leaf path raw: either path, or a field above it.
+func matchesColumn(name, logical, raw string) bool {
+	under := func(p string) bool {
+		return p != "" && (p == name || (len(p) > len(name) && p[len(name)] == '.' && p[:len(name)] == name))
+	}
+	return under(logical) || under(raw)
+}
+
+// missingColumn is the error for a name that matches no leaf of sc.
+func missingColumn(path string, sc *schema.Schema, ll []logicalLeaf, name string) error {
+	cols := make([]string, sc.NumColumns())
+	for i := range cols {
+		cols[i] = ll[i].path
+	}
+	return &Error{Op: "schema", Path: path, Off: -1, Err: fmt.Errorf("%w: no column %q in schema (columns: %s)", ErrColumn, name, strings.Join(cols, ", "))}
 }
 
 // extract pulls what the index needs out of a footer. Bad metadata can make
@@ -450,14 +548,23 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 	if sc == nil {
 		return fm, corrupt("footer", path, "", -1, "no schema")
 	}
-	leaves, err := resolveColumns(sc, names)
+	ll, err := logicalLeaves(sc)
 	if err != nil {
-		return fm, &Error{Op: "schema", Path: path, Off: -1, Err: err}
+		return fm, corrupt("footer", path, "", size-8-int64(md.Size()), "schema: %v", err)
+	}
+	leaves, resolved, missing := resolveColumns(sc, ll, names)
+	if len(missing) > 0 {
+		// Perhaps another file's raw leaf path (input_ids.list.item where
+		// this file says element): resolveNames translates it.
+		return fileMeta{md: md, missing: missing, resolved: resolved, missingErr: missingColumn(path, sc, ll, missing[0])}, nil
 	}
 	fm.schema = sc
 	fm.leaves = leaves
+	fm.resolved = resolved
 	for _, l := range leaves {
-		fm.paths = append(fm.paths, sc.Column(l).Path())
+		fm.paths = append(fm.paths, ll[l].path)
+		fm.shapes = append(fm.shapes, ll[l].shape)
+		fm.types = append(fm.types, ll[l].typ)
 		fm.maxRep = append(fm.maxRep, sc.Column(l).MaxRepetitionLevel())
 	}
 	nrg := md.NumRowGroups()
@@ -511,9 +618,11 @@ func extract(path string, size int64, md *metadata.FileMetaData, names []string)
 			}
 			if loc, ok := rg.OffsetIndexLocation(l); ok {
 				if loc.Offset < 4 || loc.Length <= 0 || loc.Offset+int64(loc.Length) > limit {
-					return fm, corrupt("footer", path, col, loc.Offset, "row group %d: offset index [%d, +%d) outside the file", r, loc.Offset, loc.Length)
+					// The pages are still there to walk.
+					c.oiBad = fmt.Sprintf("its location [%d, +%d) is outside the file's data", loc.Offset, loc.Length)
+				} else {
+					c.oiOff, c.oiLen = loc.Offset, loc.Length
 				}
-				c.oiOff, c.oiLen = loc.Offset, loc.Length
 			}
 			fm.chunks = append(fm.chunks, c)
 		}
@@ -613,7 +722,8 @@ func (b *builder) fillReused() {
 				j++
 				res.dictOff, res.dictSize, res.source = cm.dictOff, cm.dictSize, cm.source
 				for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
-					res.pages = append(res.pages, tmpPage{off: cm.base + int64(col.off[g]), size: col.size[g], row: col.row[g]})
+					l := b.old.Locate(k, int(g))
+					res.pages = append(res.pages, tmpPage{off: l.Offset, size: uint32(l.Size), row: col.row[g], n: int64(l.NumRows), mid: l.StartsMidRow})
 				}
 			}
 		}
@@ -629,6 +739,8 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.sets, b.fileSch = sets, fileSch
+	defer b.decs.close()
 	if b.hit {
 		ix := b.old
 		for f := range ix.files {
@@ -647,6 +759,10 @@ func (b *builder) build(ctx context.Context) (*Index, error) {
 		return nil, err
 	}
 	if err := b.walkHeaders(ctx); err != nil {
+		return nil, err
+	}
+	b.noteIgnored()
+	if err := b.countRows(ctx); err != nil {
 		return nil, err
 	}
 	ix, err := b.assemble()
@@ -675,14 +791,6 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 	byOld := map[int32]int32{} // the sidecar's declaration → set
 	for i := range b.metas {
 		m := &b.metas[i]
-		if len(m.paths) != b.ncols {
-			return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: projection has %d leaves here, %d in %s", ErrColumn, len(m.paths), b.ncols, f0)}
-		}
-		for k := range m.paths {
-			if m.paths[k] != first.paths[k] {
-				return nil, nil, &Error{Op: "schema", Path: b.files[i].Path, Column: first.paths[k], Off: -1, Err: fmt.Errorf("%w: projected leaf %d is %q here, %q in %s", ErrColumn, k, m.paths[k], first.paths[k], f0)}
-			}
-		}
 		if m.schema == nil {
 			continue
 		}
@@ -691,7 +799,7 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 		if !ok {
 			s = int32(len(sets))
 			byKey[key] = s
-			set := schemaSet{leaves: m.leaves}
+			set := schemaSet{leaves: m.leaves, shapes: m.shapes, types: m.types}
 			for _, l := range m.leaves {
 				set.descr = append(set.descr, m.schema.Column(l))
 			}
@@ -721,14 +829,16 @@ func (b *builder) schemaSets() (sets []schemaSet, fileSch []int32, err error) {
 	ref := sets[fileSch[0]]
 	for s, set := range sets {
 		for k := range set.descr {
+			// Names, nullability and annotations may differ; what is
+			// stored and how it nests may not: no silent cast.
 			a, c := set.descr[k], ref.descr[k]
 			switch {
 			case a.PhysicalType() != c.PhysicalType():
-				err = fmt.Errorf("%w: physical type %s here, %s in %s", ErrColumn, a.PhysicalType(), c.PhysicalType(), f0)
+				err = fmt.Errorf("%w: %s here (physical type %s), %s in %s (physical type %s)", ErrColumn, set.types[k], a.PhysicalType(), ref.types[k], f0, c.PhysicalType())
 			case a.PhysicalType() == parquet.Types.FixedLenByteArray && a.TypeLength() != c.TypeLength():
-				err = fmt.Errorf("%w: fixed length %d here, %d in %s", ErrColumn, a.TypeLength(), c.TypeLength(), f0)
-			case a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
-				err = fmt.Errorf("%w: repetition level %d here (lists nested %d deep), %d in %s", ErrColumn, a.MaxRepetitionLevel(), a.MaxRepetitionLevel(), c.MaxRepetitionLevel(), f0)
+				err = fmt.Errorf("%w: %s here, %s in %s: fixed length %d here, %d there", ErrColumn, set.types[k], ref.types[k], f0, a.TypeLength(), c.TypeLength())
+			case set.shapes[k] != ref.shapes[k] || a.MaxRepetitionLevel() != c.MaxRepetitionLevel():
+				err = fmt.Errorf("%w: %s here, %s in %s: they nest differently", ErrColumn, set.types[k], ref.types[k], f0)
 			}
 			if err != nil {
 				return nil, nil, &Error{Op: "schema", Path: b.files[setFile[s]].Path, Column: first.paths[k], Off: -1, Err: err}
@@ -774,6 +884,7 @@ func (ix *Index) attach(sets []schemaSet, fileSch []int32, metas []fileMeta) {
 	for k := range ix.cols {
 		ix.cols[k].info.Descr = sets[fileSch[0]].descr[k]
 		ix.cols[k].info.Leaf = sets[fileSch[0]].leaves[k]
+		ix.cols[k].info.Type = sets[fileSch[0]].types[k]
 	}
 	ix.stats.Schemas = len(sets)
 	ix.stats.ResidentBytes = ix.ResidentBytes()
@@ -882,11 +993,114 @@ func (b *builder) readFooters(ctx context.Context) error {
 			}
 		}
 	}
+	if err := b.resolveNames(); err != nil {
+		return err
+	}
+	if err := b.alignProjection(); err != nil {
+		return err
+	}
 	for i := range b.files {
 		b.files[i].NumRows = b.metas[i].numRows
 		b.files[i].NumRowGroups = len(b.metas[i].rgRows)
 	}
 	return nil
+}
+
+// resolveNames projects again the files where some projected names
+// matched nothing, each name replaced by the logical paths it matched in
+// another file: a raw leaf path of one writer (input_ids.list.item) means
+// the same logical column in a file of another (input_ids.list.element).
+// A name that matches nothing anywhere fails, naming the first file
+// without it.
+func (b *builder) resolveNames() error {
+	var trans map[string][]string
+	for i := range b.metas {
+		m := &b.metas[i]
+		if m.md == nil {
+			continue
+		}
+		if trans == nil {
+			trans = map[string][]string{}
+			for j := range b.metas {
+				for n, ls := range b.metas[j].resolved {
+					if _, ok := trans[n]; !ok {
+						trans[n] = ls
+					}
+				}
+			}
+		}
+		var names []string
+		for _, n := range b.opts.Columns {
+			if ls, ok := trans[n]; ok {
+				names = append(names, ls...)
+			} else {
+				names = append(names, n)
+			}
+		}
+		f := &b.files[i]
+		fm, err := extract(f.Path, f.Size, m.md, names)
+		if err != nil {
+			return err
+		}
+		if fm.md != nil {
+			return m.missingErr
+		}
+		fm.sum, fm.flen = m.sum, m.flen
+		*m = fm
+	}
+	return nil
+}
+
+// alignProjection puts every file's projected leaves in one order: the
+// sidecar's where files are reused from it, else the first file's. Files
+// may order their fields differently; a file whose projection holds other
+// logical columns fails, naming both files.
+func (b *builder) alignProjection() error {
+	ref, refFile := b.metas[0].paths, b.files[0].Path
+	for i := range b.files {
+		if b.isReused(i) {
+			ref, refFile = colPaths(b.old), "the sidecar's files"
+			break
+		}
+	}
+	for i := range b.metas {
+		m := &b.metas[i]
+		if equalStrings(m.paths, ref) {
+			continue
+		}
+		pos := make(map[string]int, len(m.paths))
+		for k, p := range m.paths {
+			pos[p] = k
+		}
+		perm := make([]int, len(ref))
+		for k, p := range ref {
+			j, ok := pos[p]
+			if !ok || len(m.paths) != len(ref) || m.schema == nil {
+				return &Error{Op: "schema", Path: b.files[i].Path, Off: -1, Err: fmt.Errorf("%w: the projection is %s here, %s in %s",
+					ErrColumn, strings.Join(m.paths, ", "), strings.Join(ref, ", "), refFile)}
+			}
+			perm[k] = j
+		}
+		m.paths = permute(m.paths, perm)
+		m.shapes = permute(m.shapes, perm)
+		m.types = permute(m.types, perm)
+		m.leaves = permute(m.leaves, perm)
+		m.maxRep = permute(m.maxRep, perm)
+		n := len(perm)
+		for r := 0; r*n < len(m.chunks); r++ {
+			copy(m.chunks[r*n:], permute(m.chunks[r*n:(r+1)*n], perm))
+		}
+	}
+	return nil
+}
+
+// permute returns a[perm[0]], a[perm[1]], ...
+func permute[T any](a []T, perm []int) []T {
+	out := make([]T, len(perm))
+	for k, j := range perm {
+		out[k] = a[j]
+	}
+	return out
 }
 
 // hashFooters reads the footers of files sel (reuse candidates) exactly,
@@ -1062,7 +1276,7 @@ func (b *builder) readOffsetIndexes(ctx context.Context) error {
 			return
 		}
 		for _, ci := range g.chunks {
-			if err := b.offsetIndexChunk(g.file, ci, data[b.rawOf(ci).oiOff-g.off:][:b.rawOf(ci).oiLen]); err != nil {
+			if err := b.offsetIndexChunk(ci, data[b.rawOf(ci).oiOff-g.off:][:b.rawOf(ci).oiLen]); err != nil {
 				errs[i] = err
 				return
 			}
@@ -1105,35 +1319,62 @@ func (b *builder) colOf(ci int) (path string, k, r int) {
 	return b.metas[f].paths[k], k, r
 }
 
-func (b *builder) offsetIndexChunk(f, ci int, data []byte) error {
+// offsetIndexChunk turns flattened chunk ci's offset index (its bytes in
+// data) into pages. An offset index that does not parse or contradicts
+// itself (locations overlapping, out of order or outside the chunk, first
+// rows not increasing from 0 or beyond the row group) is not trusted: the
+// chunk is marked for a header walk (FromBadOffsetIndex) and the reason
+// kept for the notice. Writers do produce such indexes (one writes
+// first_row_index 0 for every page), and the pages themselves are fine.
+func (b *builder) offsetIndexChunk(ci int, data []byte) error {
+	f := b.fileOf(ci)
 	path := b.files[f].Path
 	col, _, r := b.colOf(ci)
 	raw := b.rawOf(ci)
+	res := &b.res[ci]
 	locs, err := parseOffsetIndex(data)
 	if err != nil {
-		return &Error{Op: "offset_index", Path: path, Column: col, Off: raw.oiOff, Err: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+		res.ignore(err.Error())
+		return nil
 	}
 	rows := b.metas[f].rgRows[r]
-	res := &b.res[ci]
+	if len(locs) == 0 && rows > 0 {
+		res.ignore(fmt.Sprintf("no page locations for %d rows", rows))
+		return nil
+	}
 	res.source = FromOffsetIndex
 	res.pages = make([]tmpPage, len(locs))
 	prevRow := int64(-1)
 	prevEnd := raw.start
 	for i, l := range locs {
-		if l == nil || l.Offset < prevEnd || l.CompressedPageSize <= 0 || l.Offset+int64(l.CompressedPageSize) > raw.end {
-			return corrupt("offset_index", path, col, raw.oiOff, "row group %d page %d: location outside column chunk [%d, %d)", r, i, raw.start, raw.end)
+		switch {
+		case l == nil || l.CompressedPageSize <= 0 || l.Offset < raw.start || l.Offset+int64(l.CompressedPageSize) > raw.end:
+			res.ignore(fmt.Sprintf("page %d lies outside the column chunk [%d, %d)", i, raw.start, raw.end))
+			return nil
+		case l.Offset < prevEnd:
+			res.ignore(fmt.Sprintf("page %d at offset %d overlaps or precedes the page before it", i, l.Offset))
+			return nil
+		case i == 0 && l.FirstRowIndex != 0:
+			res.ignore(fmt.Sprintf("first page's first_row_index is %d, not 0", l.FirstRowIndex))
+			return nil
+		case i > 0 && l.FirstRowIndex <= prevRow:
+			// Every page starts a row where an offset index exists, so
+			// first rows rise strictly.
+			res.ignore(fmt.Sprintf("page %d's first_row_index %d does not follow the page before it (%d)", i, l.FirstRowIndex, prevRow))
+			return nil
+		case i > 0 && l.FirstRowIndex >= rows:
+			res.ignore(fmt.Sprintf("page %d's first_row_index %d is beyond the row group's %d rows", i, l.FirstRowIndex, rows))
+			return nil
 		}
-		// Pages begin on row boundaries: the first at row 0, then
-		// non-decreasing (an empty page repeats its successor's row).
-		if (i == 0 && l.FirstRowIndex != 0) || l.FirstRowIndex < prevRow || l.FirstRowIndex > rows {
-			return corrupt("offset_index", path, col, raw.oiOff, "row group %d page %d: first_row_index %d out of order or beyond %d rows", r, i, l.FirstRowIndex, rows)
-		}
-		if l.FirstRowIndex >= int64(rowUnknown) {
+		if rows > math.MaxInt32 {
 			return &Error{Op: "offset_index", Path: path, Column: col, Off: raw.oiOff, Err: fmt.Errorf("%w: row group of %d rows", ErrUnsupported, rows)}
+		}
+		if i > 0 {
+			res.pages[i-1].n = l.FirstRowIndex - prevRow
 		}
 		prevRow = l.FirstRowIndex
 		prevEnd = l.Offset + int64(l.CompressedPageSize)
-		res.pages[i] = tmpPage{off: l.Offset, size: uint32(l.CompressedPageSize), row: uint32(l.FirstRowIndex)}
+		res.pages[i] = tmpPage{off: l.Offset, size: uint32(l.CompressedPageSize), row: uint32(l.FirstRowIndex), n: rows - l.FirstRowIndex}
 	}
 	// Only a dictionary page may precede the first data page; writers do
 	// not always set dictionary_page_offset for it.
@@ -1144,14 +1385,42 @@ func (b *builder) offsetIndexChunk(f, ci int, data []byte) error {
 	return nil
 }
 
+// ignore drops what an offset index said of a chunk: it will be walked.
+func (res *chunkPages) ignore(why string) {
+	*res = chunkPages{source: FromBadOffsetIndex, why: why}
+}
+
+// noteIgnored tells, once per file, which chunks' offset indexes were
+// ignored and why (the first reason).
+func (b *builder) noteIgnored() {
+	for f := range b.files {
+		if b.isReused(f) {
+			continue
+		}
+		n, first := 0, ""
+		for ci := b.base[f]; ci < b.base[f+1]; ci++ {
+			if b.res[ci].source != FromBadOffsetIndex {
+				continue
+			}
+			if n == 0 {
+				col, _, r := b.colOf(ci)
+				first = fmt.Sprintf("row group %d column %s: %s", r, col, b.res[ci].why)
+			}
+			n++
+		}
+		if n > 0 {
+			b.opts.Logf("%s: the offset index of %d column chunk(s) contradicts itself (%s); walking their page headers instead", b.files[f].Path, n, first)
+		}
+	}
+}
+
 // walk is the state of one column chunk's header walk.
 type walk struct {
 	ci       int
 	pos, end int64
 	readLen  int
-	rows     int64 // rows seen so far; -1 once unknown
-	values   int64
-	v1rows   bool // V1 num_values counts rows (no repetition)
+	rep      bool         // the column is repeated: V1 pages need their levels counted
+	chunk    *codec.Chunk // to count rows with (rep)
 }
 
 // walkHeaders locates the pages of every chunk without an offset index by
@@ -1163,14 +1432,23 @@ func (b *builder) walkHeaders(ctx context.Context) error {
 			continue
 		}
 		raw := b.rawOf(ci)
-		if raw.oiLen != 0 && !b.opts.HeaderWalk {
+		switch {
+		case raw.oiBad != "":
+			b.res[ci].ignore(raw.oiBad)
+		case b.res[ci].source == FromBadOffsetIndex:
+		case raw.oiLen != 0 && !b.opts.HeaderWalk:
 			continue
+		default:
+			b.res[ci].source = FromHeaderWalk
 		}
 		_, k, _ := b.colOf(ci)
 		f := b.fileOf(ci)
-		b.res[ci].source = FromHeaderWalk
 		if raw.end > raw.start {
-			ws = append(ws, &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, v1rows: b.metas[f].maxRep[k] == 0})
+			w := &walk{ci: ci, pos: raw.start, end: raw.end, readLen: b.opts.WalkReadSize, rep: b.metas[f].maxRep[k] > 0}
+			if w.rep {
+				w.chunk = codec.ChunkOf(b.sets[b.fileSch[f]].descr[k], raw.codec, b.files[f].Path, nil)
+			}
+			ws = append(ws, w)
 		}
 	}
 	var rs []engine.Range
@@ -1243,23 +1521,22 @@ func (b *builder) walkStep(w *walk, data []byte, asked int) error {
 			}
 			res.dictOff, res.dictSize = w.pos, int32(total)
 		case pageData, pageDataV2:
-			row := rowUnknown
-			if w.rows >= 0 {
-				if w.rows >= int64(rowUnknown) {
-					return &Error{Op: "header_walk", Path: path, Column: col, Off: w.pos, Err: fmt.Errorf("%w: too many rows in a row group", ErrUnsupported)}
-				}
-				row = uint32(w.rows)
-			}
-			res.pages = append(res.pages, tmpPage{off: w.pos, size: uint32(total), row: row})
+			pg := tmpPage{off: w.pos, size: uint32(total), n: -1}
 			switch {
-			case w.rows < 0:
 			case h.Type == pageDataV2 && h.NumRows >= 0:
-				w.rows += int64(h.NumRows)
-			case h.Type == pageData && w.v1rows && h.NumValues >= 0:
-				w.rows += int64(h.NumValues)
-			default:
-				w.rows = -1
+				// V2 pages start and end at row boundaries; the header's
+				// count is checked against the row group's in countRows.
+				pg.n = int64(h.NumRows)
+			case !w.rep && h.NumValues >= 0:
+				pg.n = int64(h.NumValues) // one level per row
+			case w.rep && p+int(total) <= len(data):
+				// The read holds the whole page: count its rows now
+				// rather than read it again.
+				if err := b.countPage(w.chunk, w.ci, &pg, data[p:p+int(total)]); err != nil {
+					return err
+				}
 			}
+			res.pages = append(res.pages, pg)
 		}
 		w.pos += total
 		p += int(total)
@@ -1331,13 +1608,12 @@ func (b *builder) assemble() (*Index, error) {
 					col.off[g+int64(i)] = uint32(rel)
 					col.size[g+int64(i)] = p.size
 					col.row[g+int64(i)] = p.row
+					if p.mid {
+						col.setMid(int(g) + i)
+					}
 				}
 				col.chunks[c] = m
-				if m.source == FromHeaderWalk {
-					ix.stats.HeaderWalk++
-				} else {
-					ix.stats.OffsetIndex++
-				}
+				ix.stats.count(m.source)
 				res.pages = nil
 				c++
 			}

@@ -22,6 +22,9 @@ var (
 	// ErrColumn reports a projected column missing from a file's schema,
 	// or with a different physical type than in the first file.
 	ErrColumn = errors.New("index: column")
+	// ErrNotFile reports a path that is not a regular file (a FIFO, a
+	// socket, a device) or a symbolic link that loops.
+	ErrNotFile = errors.New("index: not a regular file")
 	// ErrEmpty reports that the paths named no Parquet file.
 	ErrEmpty = errors.New("index: no parquet files")
 	// ErrSidecar reports a sidecar that cannot be used. Build never returns

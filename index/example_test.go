@@ -20,7 +20,7 @@ func ExampleBuild() {
 	}
 	col := ix.Column(0)
 	n := ix.NumPages(0)
-	fmt.Println(col.Path, n, "pages,", ix.NumRows(), "rows,", ix.Stats().OffsetIndex, "chunk from its offset index")
+	fmt.Println(col.Path, col.Type, "(leaf "+col.Descr.Path()+"):", n, "pages,", ix.NumRows(), "rows,", ix.Stats().OffsetIndex, "chunk from its offset index")
 
 	order := perm.New(uint64(n), 42, 0)
 	shard, _ := order.Shard(0, 0, 2)
@@ -32,6 +32,6 @@ func ExampleBuild() {
 	fmt.Println("rank 0 reads", shard.Len(), "pages")
 	_ = rows
 	// Output:
-	// input_ids.list.element 5 pages, 60 rows, 1 chunk from its offset index
+	// input_ids list<int32> (leaf input_ids.list.element): 5 pages, 60 rows, 1 chunk from its offset index
 	// rank 0 reads 3 pages
 }

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/thrift/lib/go/thrift"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/internal/gen"
+	"github.com/pagefeed/pagefeed/internal/pqtest"
 )
 
 // Fixtures under testdata/ are small generated files (see TestWriteFixtures).
@@ -91,14 +93,20 @@ func FuzzOffsetIndex(f *testing.F) {
 			metas: []fileMeta{{paths: []string{"c"}, rgRows: []int64{1000}, chunks: []chunkRaw{{start: 4, end: 1 << 19}}}},
 			ncols: 1, base: []int{0, 1}, res: make([]chunkPages, 1),
 		}
-		if err := bl.offsetIndexChunk(0, 0, b); err != nil {
+		if err := bl.offsetIndexChunk(0, b); err != nil {
+			return
+		}
+		if bl.res[0].source == FromBadOffsetIndex {
+			if len(bl.res[0].pages) != 0 || bl.res[0].why == "" {
+				t.Fatalf("ignored offset index kept %d pages, reason %q", len(bl.res[0].pages), bl.res[0].why)
+			}
 			return
 		}
 		if len(bl.res[0].pages) != len(locs) {
 			t.Fatalf("%d pages from %d locations", len(bl.res[0].pages), len(locs))
 		}
-		for _, p := range bl.res[0].pages {
-			if p.off < 4 || p.off+int64(p.size) > 1<<19 || p.row > 1000 {
+		for i, p := range bl.res[0].pages {
+			if p.off < 4 || p.off+int64(p.size) > 1<<19 || p.row > 1000 || (i > 0 && p.row <= bl.res[0].pages[i-1].row) {
 				t.Fatalf("accepted page %+v", p)
 			}
 		}
@@ -181,14 +189,21 @@ func compactHeader(typ int32, body []byte, nv int32, pad int) []byte {
 }
 
 // walkChunk walks b as the one column chunk of a file, reading 64 bytes at
-// a time at first.
-func walkChunk(b []byte) (*builder, error) {
+// a time at first: a flat int32 column, or (rep) a list<int32>, whose V1
+// pages' rows the walk counts from their levels.
+func walkChunk(b []byte, rep ...bool) (*builder, error) {
 	bl := &builder{
 		opts:  Options{Reader: memReader{"c": b}, HeaderWalk: true, WalkReadSize: 64}.fill(nil),
 		files: []FileInfo{{Path: "c", Size: int64(len(b))}},
 		metas: []fileMeta{{paths: []string{"c"}, maxRep: []int16{0}, rgRows: []int64{1 << 40}, chunks: []chunkRaw{{start: 0, end: int64(len(b))}}}},
 		ncols: 1, base: []int{0, 1}, res: make([]chunkPages, 1),
 	}
+	if len(rep) > 0 && rep[0] {
+		bl.metas[0].maxRep[0] = 1
+		bl.sets = []schemaSet{{descr: []*schema.Column{rootOf(pqtest.ListSpellings[0].Node("c")).Column(0)}}}
+		bl.fileSch = []int32{0}
+	}
+	defer bl.decs.close()
 	return bl, bl.walkHeaders(context.Background())
 }
 
@@ -213,9 +228,9 @@ func TestWalkSmallPages(t *testing.T) {
 	if res.dictOff != 0 || res.dictSize <= 0 || len(res.pages) != 3 || res.pages[2].off+int64(res.pages[2].size) != int64(len(chunk)) {
 		t.Fatalf("dictionary %d bytes at %d, pages %+v of a %d-byte chunk", res.dictSize, res.dictOff, res.pages, len(chunk))
 	}
-	for i, row := range []uint32{0, 2, 3} {
-		if res.pages[i].row != row {
-			t.Fatalf("page %d starts at row %d, want %d", i, res.pages[i].row, row)
+	for i, n := range []int64{2, 1, 2} {
+		if res.pages[i].n != n {
+			t.Fatalf("page %d holds %d rows, want %d", i, res.pages[i].n, n)
 		}
 	}
 }
@@ -262,7 +277,15 @@ func FuzzPageHeaderWalk(f *testing.F) {
 				}
 			}
 		}
-		// and the walk over the bytes as one column chunk
+		// and the walk over the bytes as one column chunk, of a list
+		// column too (its V1 pages' rows counted from their levels)
+		if bl, err := walkChunk(b, true); err == nil {
+			for _, p := range bl.res[0].pages {
+				if p.off+int64(p.size) > int64(len(b)) || p.n < -1 {
+					t.Fatalf("list walk: page %+v of a %d-byte chunk", p, len(b))
+				}
+			}
+		}
 		bl, err := walkChunk(b)
 		if err != nil {
 			return
@@ -318,18 +341,51 @@ func TestWriteFixtures(t *testing.T) {
 			os.MkdirAll(d, 0o755)
 			os.WriteFile(filepath.Join(d, fmt.Sprintf("seed-%x", crcOf(b))), []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", b)), 0o644)
 		}
-		for _, fx := range fixtures {
-			b, _ := os.ReadFile(fx)
+		footer := func(b []byte) []byte {
 			n := len(b)
 			flen := int(binary.LittleEndian.Uint32(b[n-8:]))
-			seed("FuzzFooter", b[n-8-flen:n-8])
+			return b[n-8-flen : n-8]
 		}
-		b, _ := os.ReadFile(fixtures[0])
-		md, _, _ := footerTail("x", int64(len(b)), b)
-		for c := 0; c < md.NumColumns(); c++ {
-			if loc, ok := md.RowGroup(0).OffsetIndexLocation(c); ok {
-				seed("FuzzOffsetIndex", b[loc.Offset:loc.Offset+int64(loc.Length)])
+		for _, fx := range fixtures {
+			b, _ := os.ReadFile(fx)
+			seed("FuzzFooter", footer(b))
+		}
+		// Offset indexes: the fixtures' own, parquetjs's (first rows all
+		// 0) and every contradiction TestOffsetIndexContradictions checks.
+		for _, fx := range append([]string{fixtures[0]}, parquetjsFixtures...) {
+			b, _ := os.ReadFile(fx)
+			md, _, _ := footerTail("x", int64(len(b)), b)
+			for c := 0; c < md.NumColumns(); c++ {
+				if loc, ok := md.RowGroup(0).OffsetIndexLocation(c); ok {
+					seed("FuzzOffsetIndex", b[loc.Offset:loc.Offset+int64(loc.Length)])
+				}
 			}
+		}
+		for _, c := range offsetIndexCases {
+			seed("FuzzOffsetIndex", appendOffsetIndex(nil, c.locs))
+		}
+		// Footers of legacy list and map schemas, and of groups that
+		// claim a LIST or MAP they do not hold.
+		for _, fx := range parquetjsFixtures {
+			b, _ := os.ReadFile(fx)
+			seed("FuzzFooter", footer(b))
+		}
+		for i, sp := range pqtest.ListSpellings {
+			p := filepath.Join(dir, fmt.Sprintf("spelled%d.parquet", i))
+			writeSpelled(t, p, sp, 20, true)
+			b, _ := os.ReadFile(p)
+			seed("FuzzFooter", footer(b))
+		}
+		for i, root := range []*schema.GroupNode{
+			grp("schema", req, listOf("a", opt, i32("x", rpt), i32("y", rpt))),
+			grp("schema", req, listOf("a", opt, i32("x", opt))),
+			grp("schema", req, conv("m", opt, schema.ConvertedTypes.MapKeyValue, grp("map", rpt, str("key", req), i32("value", opt)))),
+			grp("schema", req, listOf("points", opt, grp("array", rpt, i32("x", opt)))),
+		} {
+			p := filepath.Join(dir, fmt.Sprintf("odd%d.parquet", i))
+			writeLeaves(t, p, root, 10)
+			b, _ := os.ReadFile(p)
+			seed("FuzzFooter", footer(b))
 		}
 	}
 }

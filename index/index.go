@@ -20,10 +20,20 @@
 // of a file coalesced), then header-walk rounds that read every walked
 // chunk's next headers at once.
 //
-// First rows: with an offset index every page's first row is known; a
-// header walk knows them for V2 pages (num_rows) and for V1 pages of
-// non-repeated columns (num_values), and otherwise only for each chunk's
-// first page (Loc.FirstRow and NumRows are -1 where unknown).
+// Row counts: every page's rows (those that start in it) are known: from
+// its chunk's offset index; else, walking the headers, from a V2 page's
+// num_rows or a V1 page's num_values (columns without repetition); else
+// (V1 pages of repeated columns, which may split rows) from the page's
+// repetition levels, decoded once and kept in the sidecar (Stats.
+// CountedPages; Loc.StartsMidRow and EndsMidRow say where rows cross
+// pages). Header counts that do not add up to the row group's rows are
+// not trusted: the pages are counted instead. A chunk whose pages do not
+// decode, or whose counted rows still fall short, is corrupt: it is
+// indexed with a notice, the missing rows given to its first bad page so
+// that reading that page fails (the loader's SkipBadPages may skip it);
+// pages that start more rows than their row group fail Build. An offset index that does not parse or contradicts
+// itself is ignored for its chunk, whose headers are walked instead
+// (FromBadOffsetIndex, Stats.OffsetIndexIgnored, a notice per file).
 //
 // An Index is immutable after Build and safe for concurrent use.
 //
@@ -35,13 +45,21 @@
 // the dataset could need, and kept next to the dataset, or in the user's
 // cache directory when the dataset's directory is not writable.
 //
-// Files may declare the projected columns differently (REQUIRED or
-// OPTIONAL, logical annotations, leaf order; dictionary or plain and V1 or
-// V2 pages are per page anyway): the index keeps one descriptor per
-// distinct declaration and gives each chunk its own file's
-// (ChunkInfo.Descr). Files whose columns cannot be delivered together
-// (another physical type, fixed length or repetition level: a list in one,
-// a scalar in another) fail Build with an error naming both files.
+// Columns are logical: a leaf is named by its path of field names with
+// the groups that only wrap a list's elements or a map's entries left out
+// (input_ids for input_ids.list.element, input_ids.list.item, a two-level
+// or a bare repeated list alike; attrs.key for a map's keys), after the
+// Parquet format's LIST and MAP backward-compatibility rules; a projected
+// name is a logical path, a field above some, or any file's leaf path
+// (Index.Lookup). A footer whose LIST or MAP group does not hold one is
+// corrupt. Files may declare the projected columns differently (wrapper
+// names, REQUIRED or OPTIONAL, logical annotations, field order;
+// dictionary or plain and V1 or V2 pages are per page anyway): the index
+// keeps one descriptor per distinct declaration and gives each chunk its
+// own file's (ChunkInfo.Descr). Files whose columns cannot be delivered
+// together (another physical type or fixed length; another nesting: a
+// list in one, a scalar in another) fail Build with an error naming both
+// files and both logical types.
 package index
 
 import (
@@ -51,23 +69,40 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/schema"
 )
 
-// rowUnknown marks a page whose first row is not known (V1 pages of a
-// repeated column found by a header walk).
-const rowUnknown = ^uint32(0)
-
 // Source tells where a column chunk's page locations came from.
 type Source uint8
 
 const (
 	FromOffsetIndex Source = iota // the chunk's OffsetIndex
-	FromHeaderWalk                // walking its page headers
+	FromHeaderWalk                // walking its page headers (it has no offset index)
+	// FromBadOffsetIndex: walking its page headers, because its offset
+	// index does not parse or contradicts itself (locations overlapping,
+	// out of order or outside the chunk; first rows not rising from 0
+	// within the row group), and is not trusted.
+	FromBadOffsetIndex
 )
 
 func (s Source) String() string {
-	if s == FromHeaderWalk {
+	switch s {
+	case FromHeaderWalk:
 		return "header_walk"
+	case FromBadOffsetIndex:
+		return "header_walk_bad_offset_index"
 	}
 	return "offset_index"
+}
+
+// count adds a chunk located from s to the stats.
+func (st *Stats) count(s Source) {
+	switch s {
+	case FromOffsetIndex:
+		st.OffsetIndex++
+	case FromBadOffsetIndex:
+		st.OffsetIndexIgnored++
+		st.HeaderWalk++
+	default:
+		st.HeaderWalk++
+	}
 }
 
 // FileInfo describes one indexed file.
@@ -89,25 +124,46 @@ type FileInfo struct {
 // ColumnInfo describes one projected column (a leaf of the schema).
 //
 // Files may differ in how they declare a column (REQUIRED or OPTIONAL,
-// logical annotations, the leaf's position among other columns): Descr and
-// Leaf are the first file's. Decode a chunk with its own file's descriptor,
-// ChunkInfo.Descr or Index.Descr(k, file): another file's levels and
-// values are laid out by its own schema.
+// logical annotations, the leaf's position among other columns, the names
+// of a list's or map's wrapper groups): Descr, Leaf and Type are the first
+// file's. Decode a chunk with its own file's descriptor, ChunkInfo.Descr
+// or Index.Descr(k, file): another file's levels and values are laid out
+// by its own schema.
 type ColumnInfo struct {
-	Path  string         // dotted path, e.g. "input_ids.list.element"
+	// Path is the column's logical path, the same in every file:
+	// "input_ids" for a list<int32> whatever its files call its element
+	// ("input_ids.list.element", "input_ids.list.item", ...), "meta.lang"
+	// for a struct's field, "attrs.key" and "attrs.value" for a map.
+	Path  string
+	Type  string         // logical type in the first file, e.g. "list<int32>"
 	Descr *schema.Column // arrow-go's descriptor in the first file
 	Leaf  int            // leaf index in the first file's schema
 }
 
 // Loc is the location of one page.
+//
+// FirstRow and NumRows count the rows that start in the page, as an offset
+// index does. Pages begin on row boundaries except V1 pages of repeated
+// columns written without an offset index, which may split a row: such a
+// page StartsMidRow (its first levels finish the row the page before
+// began; they are not among its NumRows, and a page inside one long row
+// has NumRows 0 and the FirstRow of the next row to start), and the page
+// before it EndsMidRow (its last row is whole only with the levels of the
+// pages after it: decode it with them, codec.Decoder.DecodeSpan).
 type Loc struct {
 	File     int   // file number, for File
 	RowGroup int   // row group within the file
 	Chunk    int   // global chunk number, for Chunk
 	Offset   int64 // of the page header in the file
 	Size     int32 // header and compressed body
-	FirstRow int64 // row within the file; -1 unknown
-	NumRows  int32 // rows that start in this page; -1 unknown
+	FirstRow int64 // row within the file of the first row that starts in the page
+	NumRows  int32 // rows that start in this page
+	// StartsMidRow: the page's first levels continue a row that an earlier
+	// page of the chunk began. Never set on a chunk's first page.
+	StartsMidRow bool
+	// EndsMidRow: the page's last row goes on in the next page of the
+	// chunk (which StartsMidRow).
+	EndsMidRow bool
 }
 
 // ChunkInfo describes one column chunk of a projected column. Chunk numbers
@@ -131,13 +187,23 @@ type ChunkInfo struct {
 
 // Stats summarises an Index and how it was built.
 type Stats struct {
-	Files         int
-	RowGroups     int // also the column chunks per projected column
-	ColumnChunks  int // RowGroups × projected columns
-	Pages         int64
-	Rows          int64
-	OffsetIndex   int // column chunks located from their OffsetIndex
-	HeaderWalk    int // column chunks located by walking page headers
+	Files        int
+	RowGroups    int // also the column chunks per projected column
+	ColumnChunks int // RowGroups × projected columns
+	Pages        int64
+	Rows         int64
+	OffsetIndex  int // column chunks located from their OffsetIndex
+	HeaderWalk   int // column chunks located by walking page headers
+	// OffsetIndexIgnored counts the chunks among HeaderWalk whose offset
+	// index was there but ignored (FromBadOffsetIndex).
+	OffsetIndexIgnored int
+	// CountedPages counts the pages whose row counts this build took from
+	// their repetition levels (V1 pages of repeated columns without a
+	// trusted offset index), and CountedBytes the bytes it read again for
+	// them (pages the header walk's reads already held cost none). A
+	// sidecar keeps the counts: 0 on a hit.
+	CountedPages  int64
+	CountedBytes  int64
 	ResidentBytes int64
 	BuildTime     time.Duration
 	// Sidecar is "hit" (loaded), "written" (none was there; built and
@@ -179,6 +245,8 @@ type chunkMeta struct {
 type schemaSet struct {
 	descr  []*schema.Column // per projected column
 	leaves []int            // leaf index in that file's schema
+	shapes []string         // nesting (logicalLeaf.shape)
+	types  []string         // logical types, for messages
 }
 
 type column struct {
@@ -189,7 +257,23 @@ type column struct {
 	// pages, struct of arrays
 	off  []uint32 // relative to chunks[c].base
 	size []uint32
-	row  []uint32 // first row within the chunk, or rowUnknown
+	row  []uint32 // first row (that starts in the page) within the chunk
+	// mid has bit g set where page g StartsMidRow; nil when no page does
+	// (every page of most files begins a row).
+	mid []uint64
+}
+
+// midRow reports whether page g starts inside a row.
+func (c *column) midRow(g int64) bool {
+	return c.mid != nil && c.mid[g>>6]&(1<<(g&63)) != 0
+}
+
+// setMid marks page g as starting inside a row.
+func (c *column) setMid(g int) {
+	if c.mid == nil {
+		c.mid = make([]uint64, (len(c.off)+63)/64)
+	}
+	c.mid[g>>6] |= 1 << (g & 63)
 }
 
 // Index is the global page index. Immutable and safe for concurrent use.
@@ -231,6 +315,25 @@ func (ix *Index) Descr(k, f int) *schema.Column { return ix.schemas[ix.fileSch[f
 
 // Leaf returns projected column k's leaf index in file f's schema.
 func (ix *Index) Leaf(k, f int) int { return ix.schemas[ix.fileSch[f]].leaves[k] }
+
+// Lookup returns the projected columns that name means, in index order:
+// those whose logical path (ColumnInfo.Path) is name or lies under it
+// (name followed by a dot), or whose leaf path in some file's schema
+// (Descr.Path, e.g. "input_ids.list.item") is or lies under it. None when
+// nothing matches.
+func (ix *Index) Lookup(name string) []int {
+	var out []int
+	for k := range ix.cols {
+		hit := matchesColumn(name, ix.cols[k].info.Path, "")
+		for _, s := range ix.schemas {
+			hit = hit || matchesColumn(name, "", s.descr[k].Path())
+		}
+		if hit {
+			out = append(out, k)
+		}
+	}
+	return out
+}
 
 // NumChunks returns the number of column chunks per projected column (the
 // number of row groups of all files).
@@ -300,29 +403,23 @@ func (ix *Index) Locate(k int, g int) Loc {
 	f := upper(col.filePage, 0, len(ix.files), gg)
 	c := upper(col.chunkPage, int(ix.fileRG[f]), int(ix.fileRG[f+1]), gg)
 	rg := &ix.rgs[c]
-	l := Loc{
-		File:     f,
-		RowGroup: int(rg.rg),
-		Chunk:    c,
-		Offset:   col.chunks[c].base + int64(col.off[g]),
-		Size:     int32(col.size[g]),
-		FirstRow: -1,
-		NumRows:  -1,
+	r := int64(col.row[g])
+	end := rg.numRows
+	next := gg+1 < col.chunkPage[c+1]
+	if next {
+		end = int64(col.row[g+1])
 	}
-	if r := col.row[g]; r != rowUnknown {
-		l.FirstRow = rg.fileRowBase + int64(r)
-		end := rg.numRows
-		if gg+1 < col.chunkPage[c+1] {
-			end = int64(col.row[g+1])
-			if col.row[g+1] == rowUnknown {
-				end = -1
-			}
-		}
-		if end >= 0 {
-			l.NumRows = int32(end - int64(r))
-		}
+	return Loc{
+		File:         f,
+		RowGroup:     int(rg.rg),
+		Chunk:        c,
+		Offset:       col.chunks[c].base + int64(col.off[g]),
+		Size:         int32(col.size[g]),
+		FirstRow:     rg.fileRowBase + r,
+		NumRows:      int32(end - r),
+		StartsMidRow: col.midRow(gg),
+		EndsMidRow:   next && col.midRow(gg+1),
 	}
-	return l
 }
 
 // ResidentBytes returns the memory the index holds, in bytes.
@@ -334,7 +431,7 @@ func (ix *Index) ResidentBytes() int64 {
 	for i := range ix.cols {
 		c := &ix.cols[i]
 		n += int64(len(c.filePage)+len(c.chunkPage))*8 + int64(len(c.chunks))*32
-		n += int64(len(c.off)+len(c.size)+len(c.row)) * 4
+		n += int64(len(c.off)+len(c.size)+len(c.row))*4 + int64(len(c.mid))*8
 	}
 	for _, f := range ix.files {
 		n += int64(len(f.Path))
@@ -346,7 +443,7 @@ func (ix *Index) ResidentBytes() int64 {
 func (ix *Index) Stats() Stats { return ix.stats }
 
 // PageRows returns the rows that start in each page of projected column
-// k (Loc.NumRows of every page, -1 where unknown), in one pass.
+// k (Loc.NumRows of every page), in one pass.
 func (ix *Index) PageRows(k int) []int32 {
 	col := &ix.cols[k]
 	out := make([]int32, col.chunkPage[len(col.chunkPage)-1])
@@ -357,15 +454,16 @@ func (ix *Index) PageRows(k int) []int32 {
 			if g+1 < hi {
 				end = int64(col.row[g+1])
 			}
-			if col.row[g] == rowUnknown || (g+1 < hi && col.row[g+1] == rowUnknown) {
-				out[g] = -1
-				continue
-			}
 			out[g] = int32(end - int64(col.row[g]))
 		}
 	}
 	return out
 }
+
+// SplitsRows reports whether any page of projected column k starts inside
+// a row (Loc.StartsMidRow): whether a reader of whole rows must ever
+// decode a page together with the next.
+func (ix *Index) SplitsRows(k int) bool { return ix.cols[k].mid != nil }
 
 // PageSizes returns the size (header and body) of each page of projected
 // column k, in one pass.

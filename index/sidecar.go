@@ -30,7 +30,7 @@ import (
 // sidecarVersion.
 const (
 	sidecarMagic   = "PFIX"
-	sidecarVersion = 2
+	sidecarVersion = 3
 	sidecarPrefix  = ".pagefeed-"
 )
 
@@ -129,6 +129,14 @@ func encodeSidecar(ix *Index) []byte {
 		e.u32s(col.off)
 		e.u32s(col.size)
 		e.u32s(col.row)
+		if col.mid == nil {
+			e.u8(0)
+		} else {
+			e.u8(1)
+			for _, w := range col.mid {
+				e.i64(int64(w))
+			}
+		}
 	}
 	e.u32(crc32.Checksum(e.b, castagnoli))
 	return e.b
@@ -401,11 +409,7 @@ func decodeSidecar(b []byte) (*Index, error) {
 	}
 	for k := range ix.cols {
 		for c := range ix.cols[k].chunks {
-			if ix.cols[k].chunks[c].source == FromHeaderWalk {
-				ix.stats.HeaderWalk++
-			} else {
-				ix.stats.OffsetIndex++
-			}
+			ix.stats.count(ix.cols[k].chunks[c].source)
 		}
 	}
 	nrg := len(ix.rgs)
@@ -514,21 +518,38 @@ func decodeSidecarColumn(d *dec, ix *Index, k int) error {
 	col.off = d.u32s(np)
 	col.size = d.u32s(np)
 	col.row = d.u32s(np)
+	switch d.u8() {
+	case 0:
+	case 1:
+		nw := (np + 63) / 64
+		if !d.need(uint64(nw) * 8) {
+			break
+		}
+		col.mid = make([]uint64, nw)
+		for i := range col.mid {
+			col.mid[i] = uint64(d.i64())
+		}
+	default:
+		d.err = errors.New("bad mid-row flag")
+	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %v", ErrSidecar, d.err)
 	}
 	for c := range col.chunks {
 		m := &col.chunks[c]
 		size := ix.files[ix.rgs[c].file].Size
-		if m.base < 0 || m.base > size || m.dictSize < 0 || m.dictOff < 0 || m.dictOff+int64(m.dictSize) > size || m.source > FromHeaderWalk {
+		if m.base < 0 || m.base > size || m.dictSize < 0 || m.dictOff < 0 || m.dictOff+int64(m.dictSize) > size || m.source > FromBadOffsetIndex {
 			return fmt.Errorf("%w: chunk %d of column %d out of its file", ErrSidecar, c, k)
 		}
 		for g := col.chunkPage[c]; g < col.chunkPage[c+1]; g++ {
 			if m.base+int64(col.off[g])+int64(col.size[g]) > size || col.size[g] > math.MaxInt32 {
 				return fmt.Errorf("%w: page %d of column %d out of its file", ErrSidecar, g, k)
 			}
-			if r := col.row[g]; r != rowUnknown && (int64(r) > ix.rgs[c].numRows || g > col.chunkPage[c] && col.row[g-1] != rowUnknown && r < col.row[g-1]) {
+			if r := col.row[g]; int64(r) > ix.rgs[c].numRows || (g > col.chunkPage[c] && r < col.row[g-1]) || (g == col.chunkPage[c] && r != 0) {
 				return fmt.Errorf("%w: page %d of column %d has bad first row %d", ErrSidecar, g, k, r)
+			}
+			if g == col.chunkPage[c] && col.midRow(g) {
+				return fmt.Errorf("%w: page %d of column %d starts its chunk inside a row", ErrSidecar, g, k)
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: the Python binding against the Go loader, same data and config.
 
-    make python && python3 python/bench.py [--data DIR] [--rounds 3] [--seconds 5]
+    make python && python3 python/bench.py [--data DIR] [--rounds 3] [--seconds 5] [--baseline DIR] [--workers N]
 
 Alternates, in one run, the Go loader (python/gobench: Next, Release) and
 DataLoader(PagefeedDataset(...), batch_size=None, num_workers=0) with
@@ -9,6 +9,13 @@ tokens output, and reports tokens/s of each (medians over rounds) and
 their ratio. Then the Python overhead per batch: p50 of next() + tensor
 creation (torch.from_numpy) + release through pagefeed.Loader, minus the
 Go loader's p50 per batch (the engine's time) on the same config.
+--baseline DIR (a directory holding another build of the pagefeed
+package, e.g. an earlier commit's python/ after make python) adds that
+package's Python side to every round, alternating, for a before/after
+ratio. --workers N adds DataLoader with N worker processes, through
+pagefeed.torch.DataLoader (each worker attaches its position to its
+batches) and through torch's own (nothing attached), to show what the
+checkpoint tracking costs.
 The dataset is generated with bin/pagefeed gen when --data does not exist.
 """
 
@@ -34,12 +41,15 @@ def run_go(gobench, a):
 PY = r"""
 import json, sys, time
 import torch, torch.utils.data
+import pagefeed.torch
 from pagefeed.torch import PagefeedDataset
 data, seq_len, batch_rows, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+workers, tracked = int(sys.argv[5]), sys.argv[6] == "1"
 ds = PagefeedDataset(data, columns=["input_ids"], output="tokens", seq_len=seq_len, batch_rows=batch_rows,
                      epochs=1 << 20, world=1)
 tokens = batches = 0
-it = iter(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0))
+cls = pagefeed.torch.DataLoader if tracked else torch.utils.data.DataLoader
+it = iter(cls(ds, batch_size=None, num_workers=workers))
 next(it)  # the loader is open (index built, engine started), as gobench's clock starts
 start = time.perf_counter()
 end = start + seconds
@@ -72,10 +82,10 @@ print(json.dumps({"p50_ns": lat[len(lat) // 2], "batches": n}))
 """
 
 
-def run_py(code, a, *extra):
-    env = dict(os.environ, PYTHONPATH=HERE)
+def run_py(code, a, *extra, pkg=HERE):
+    env = dict(os.environ, PYTHONPATH=pkg)
     r = subprocess.run([sys.executable, "-c", code, a.data, str(a.seq_len), str(a.batch_rows), *map(str, extra)],
-                       capture_output=True, text=True, check=True, env=env)
+                       capture_output=True, text=True, check=True, env=env, cwd=pkg)
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -90,7 +100,11 @@ def main():
     p.add_argument("--seconds", type=float, default=5)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--overhead-batches", type=int, default=20000)
+    p.add_argument("--baseline", help="a directory holding another build of the pagefeed package")
+    p.add_argument("--workers", type=int, default=0, help="also DataLoader with this many workers")
     a = p.parse_args()
+    if a.baseline and not os.path.exists(os.path.join(a.baseline, "pagefeed", "libpagefeed.so")):
+        p.error("--baseline %s: no pagefeed/libpagefeed.so there" % a.baseline)
     bindir = os.path.join(ROOT, "bin")
     subprocess.run(["go", "build", "-o", bindir + "/", "./cmd/pagefeed", "./python/gobench"], cwd=ROOT, check=True)
     if not os.path.exists(a.data):
@@ -100,25 +114,44 @@ def main():
     gobench = os.path.join(bindir, "gobench")
     print("python %s; data %s; tokens output, seq_len %d, batch_rows %d; %d rounds of %gs"
           % (sys.executable, a.data, a.seq_len, a.batch_rows, a.rounds, a.seconds))
-    go, py = [], []
+    sides = [("python DataLoader", HERE, 0, False)]
+    if a.baseline:
+        sides.append(("baseline DataLoader", a.baseline, 0, False))
+    if a.workers:
+        sides += [("%d workers, pagefeed DataLoader" % a.workers, HERE, a.workers, True),
+                  ("%d workers, torch DataLoader" % a.workers, HERE, a.workers, False)]
+    go, py = [], {s[0]: [] for s in sides}
     for r in range(a.rounds):
         g = run_go(gobench, a)
-        q = run_py(PY, a, a.seconds)
         go.append(g["tokens_per_s"])
-        py.append(q["tokens_per_s"])
-        print("round %d: go %.3g tokens/s (%d batches)  python DataLoader %.3g tokens/s (%d batches)  ratio %.3f"
-              % (r + 1, g["tokens_per_s"], g["batches"], q["tokens_per_s"], q["batches"], q["tokens_per_s"] / g["tokens_per_s"]))
-    gm, pm = statistics.median(go), statistics.median(py)
-    print("median: go %.3g tokens/s, python %.3g tokens/s, ratio %.3f (target >= 0.9)" % (gm, pm, pm / gm))
+        line = "round %d: go %.3g tokens/s (%d batches)" % (r + 1, g["tokens_per_s"], g["batches"])
+        for name, pkg, workers, tracked in sides:
+            q = run_py(PY, a, a.seconds, workers, int(tracked), pkg=pkg)
+            py[name].append(q["tokens_per_s"])
+            line += "  %s %.3g (%d batches) ratio %.3f" % (name, q["tokens_per_s"], q["batches"],
+                                                         q["tokens_per_s"] / g["tokens_per_s"])
+        print(line)
+    gm = statistics.median(go)
+    for name, _, _, _ in sides:
+        pm = statistics.median(py[name])
+        print("median: go %.3g tokens/s, %s %.3g tokens/s, ratio %.3f%s"
+              % (gm, name, pm, pm / gm, " (target >= 0.9)" if name == "python DataLoader" else ""))
+    if a.baseline:
+        ratios = [n / b for n, b in zip(py["python DataLoader"], py["baseline DataLoader"])]
+        print("python / baseline per round: %s, median %.3f" % (" ".join("%.3f" % x for x in ratios),
+                                                                statistics.median(ratios)))
     # Overhead per batch: small batches, so the engine's share is small and
     # the difference is the binding's.
     small = argparse.Namespace(**vars(a))
     small.seq_len, small.batch_rows = 64, 1
-    g = run_go(gobench, small)
-    o = run_py(OVERHEAD, small, a.overhead_batches)
-    print("per batch (seq_len 64, 1 row): python next+from_numpy+release p50 %.1f us, go Next+Release p50 %.1f us, "
-          "python overhead p50 %.1f us (target <= 20)"
-          % (o["p50_ns"] / 1e3, g["batch_p50_ns"] / 1e3, (o["p50_ns"] - g["batch_p50_ns"]) / 1e3))
+    pkgs = [("python", HERE)] + ([("baseline", a.baseline)] if a.baseline else [])
+    for r in range(a.rounds if a.baseline else 1):
+        g = run_go(gobench, small)
+        for name, pkg in pkgs:
+            o = run_py(OVERHEAD, small, a.overhead_batches, pkg=pkg)
+            print("per batch (seq_len 64, 1 row): %s next+from_numpy+release p50 %.1f us, go Next+Release p50 %.1f us, "
+                  "overhead p50 %.1f us (target <= 20)"
+                  % (name, o["p50_ns"] / 1e3, g["batch_p50_ns"] / 1e3, (o["p50_ns"] - g["batch_p50_ns"]) / 1e3))
 
 
 if __name__ == "__main__":

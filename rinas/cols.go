@@ -2,6 +2,7 @@ package rinas
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,16 +31,20 @@ import (
 // in flight at once that need the same page each read it: waiting for
 // another unit's read would tie batches together.
 //
-// A side chunk whose pages' row ranges are not all known (a repeated
-// column without an offset index, walked by V1 headers) is read whole for
-// each unit of its row group (counted in Stats.WholeChunkReads).
+// Where a side's pages split rows (V1 pages of a repeated column without
+// an offset index), a span's last side page may end inside a row: the
+// unit also reads the pages that finish it, and decodes them only as its
+// continuation.
 
 // sideSpan is what a unit reads of one side column.
 type sideSpan struct {
-	first, n int   // pages of the column read (global numbers)
-	base     int   // their reads' index in the unit's comps, data and offs
-	row0     int64 // chunk-relative first row of page first
-	pages    []*codec.Page
+	first, n int // pages of the column read (global numbers)
+	// keep: the first keep of them are decoded, each with the rows that
+	// start in it; the rest only finish the last one's last row.
+	keep  int
+	base  int   // their reads' index in the unit's comps, data and offs
+	row0  int64 // chunk-relative first row of page first
+	pages []*codec.Page
 	// hit: every page was in the side cache (n is then 0 and cached
 	// holds them, retained); arrs are the pages' arrays in order,
 	// decoded or cached, for slicing.
@@ -52,34 +57,31 @@ type sideSpan struct {
 // index: proj lists the index columns delivered, in projection order, and
 // lead the one whose pages define the units.
 func (l *Loader) projection() error {
-	n := l.ix.NumColumns()
 	if len(l.cfg.Columns) == 0 {
 		// The default projection is the first leaf.
 		l.proj = []int{0}
 	} else {
+		// A name is a column's logical path (input_ids, meta.lang), a
+		// field above some (meta), or a leaf path of some file's schema
+		// (input_ids.list.element): index.Lookup.
 		seen := map[int]bool{}
 		for _, name := range l.cfg.Columns {
-			found := false
-			for k := 0; k < n; k++ {
-				p := l.ix.Column(k).Path
-				if p == name || strings.HasPrefix(p, name+".") {
-					found = true
-					if !seen[k] {
-						seen[k] = true
-						l.proj = append(l.proj, k)
-					}
-				}
-			}
-			if !found {
+			ks := l.ix.Lookup(name)
+			if len(ks) == 0 {
 				return fmt.Errorf("%w: no column %q among %s", ErrConfig, name, l.columnList())
+			}
+			for _, k := range ks {
+				if !seen[k] {
+					seen[k] = true
+					l.proj = append(l.proj, k)
+				}
 			}
 		}
 	}
 	l.lead = -1
 	if lc := l.cfg.LeadColumn; lc != "" {
-		for _, k := range l.proj {
-			p := l.ix.Column(k).Path
-			if p == lc || strings.HasPrefix(p, lc+".") {
+		for _, k := range l.ix.Lookup(lc) {
+			if slices.Contains(l.proj, k) {
 				l.lead = k
 				break
 			}
@@ -94,24 +96,13 @@ func (l *Loader) projection() error {
 	} else if len(l.proj) == 1 {
 		l.lead = l.proj[0]
 	} else {
-		// The projected column with the most bytes, among those whose
-		// pages' row ranges are known where a span needs them.
+		// The projected column with the most bytes.
 		var best int64 = -1
 		for _, k := range l.proj {
-			if l.cfg.Shuffle != ShuffleRowGroup && !l.rowsKnown(k) {
-				continue
-			}
 			if b := l.columnBytes(k); b > best {
 				best, l.lead = b, k
 			}
 		}
-		if l.lead < 0 {
-			return fmt.Errorf("%w: no projected column knows its pages' first rows (no offset index, V1 pages of repeated columns), so no column can lead row spans; use the rowgroup shuffle or write an offset index", ErrConfig)
-		}
-	}
-	if len(l.proj) > 1 && l.cfg.Shuffle != ShuffleRowGroup && !l.rowsKnown(l.lead) {
-		return fmt.Errorf("%w: lead column %s has pages whose first row is unknown (no offset index): choose another LeadColumn or the rowgroup shuffle",
-			ErrConfig, l.ix.Column(l.lead).Path)
 	}
 	for i, k := range l.proj {
 		if k == l.lead {
@@ -134,19 +125,6 @@ func (l *Loader) projection() error {
 		ci := l.ix.Chunk(l.lead, c)
 		l.chunkRow0[c] = ci.FirstRow - l.ix.File(ci.File).FirstRow
 	}
-	l.wholeSide = make([][]bool, len(l.sides))
-	for s, k := range l.sides {
-		l.wholeSide[s] = make([]bool, l.ix.NumChunks())
-		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(k, c)
-			for g := ci.FirstPage; g < ci.FirstPage+ci.NumPages; g++ {
-				if l.ix.Locate(k, g).FirstRow < 0 {
-					l.wholeSide[s][c] = true
-					break
-				}
-			}
-		}
-	}
 	return nil
 }
 
@@ -156,16 +134,6 @@ func (l *Loader) columnList() string {
 		names[k] = l.ix.Column(k).Path
 	}
 	return strings.Join(names, ", ")
-}
-
-// rowsKnown reports whether every page of column k has a known first row.
-func (l *Loader) rowsKnown(k int) bool {
-	for g := 0; g < l.ix.NumPages(k); g++ {
-		if l.ix.Locate(k, g).FirstRow < 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (l *Loader) columnBytes(k int) int64 {
@@ -181,25 +149,40 @@ func (l *Loader) columnBytes(k int) int64 {
 func (l *Loader) key(k, c int) int { return k*l.ix.NumChunks() + c }
 
 // pageRow returns the chunk-relative first row of page g of column k in
-// chunk c (known: see rowsKnown).
+// chunk c (the first row that starts in it).
 func (l *Loader) pageRow(k, c, g int) int64 {
 	return l.ix.Locate(k, g).FirstRow - l.chunkRow0[c]
 }
 
 // sidePages returns the pages of side s in chunk c whose rows overlap the
-// chunk-relative rows [r0, r1), and the first row of the first one.
-func (l *Loader) sidePages(s, c int, r0, r1 int64) (first, n int, row0 int64) {
+// chunk-relative rows [r0, r1) (keep of them, from first on), the pages to
+// read (n: those and the ones that finish the last one's last row), and
+// the first row of the first one.
+func (l *Loader) sidePages(s, c int, r0, r1 int64) (first, keep, n int, row0 int64) {
 	k := l.sides[s]
 	ci := l.ix.Chunk(k, c)
-	if l.wholeSide[s][c] || ci.NumPages == 0 {
-		return ci.FirstPage, ci.NumPages, 0
+	if ci.NumPages == 0 {
+		return ci.FirstPage, 0, 0, 0
 	}
 	// the last page starting at or before r0, through the last starting before r1
 	i := sort.Search(ci.NumPages, func(i int) bool { return l.pageRow(k, c, ci.FirstPage+i) > r0 }) - 1
 	i = max(i, 0)
 	j := sort.Search(ci.NumPages, func(j int) bool { return l.pageRow(k, c, ci.FirstPage+j) >= r1 })
 	j = max(j, i+1)
-	return ci.FirstPage + i, j - i, l.pageRow(k, c, ci.FirstPage+i)
+	n = j - i
+	// The last kept page's last row goes on while the next page starts
+	// inside it; a page that starts a row of its own finishes it.
+	for g := ci.FirstPage + j; g < ci.FirstPage+ci.NumPages; g++ {
+		loc := l.ix.Locate(k, g)
+		if !loc.StartsMidRow {
+			break
+		}
+		n++
+		if loc.NumRows > 0 {
+			break
+		}
+	}
+	return ci.FirstPage + i, j - i, n, l.pageRow(k, c, ci.FirstPage+i)
 }
 
 // runBytes returns the bytes from the start of page g of column k to the
@@ -258,7 +241,7 @@ func (l *Loader) planReads() {
 			r1 := r0 + int64(max(loc.NumRows, 0))
 			n := 0
 			for s, k := range l.sides {
-				first, m, _ := l.sidePages(s, loc.Chunk, r0, r1)
+				first, _, m, _ := l.sidePages(s, loc.Chunk, r0, r1)
 				n += m
 				run := l.runBytes(k, first, m)
 				total += int64(run)
@@ -285,21 +268,17 @@ func (l *Loader) planSides(u *unit, r0, r1 int64) {
 	for s := range l.sides {
 		sp := &u.side[s]
 		sp.pages = sp.pages[:0] // released with the unit's batch
-		sp.first, sp.n, sp.row0 = l.sidePages(s, u.chunk, r0, r1)
+		sp.first, sp.keep, sp.n, sp.row0 = l.sidePages(s, u.chunk, r0, r1)
 		sp.base = u.nr
 		if l.sideHit(sp, l.sides[s]) {
 			continue
 		}
 		u.nr += sp.n
-		if l.wholeSide[s][u.chunk] {
-			l.sa.wholeChunk.Add(1)
-			continue
-		}
 		// A side page whose rows reach outside the span is read by the
 		// neighbouring span's unit too.
 		k, ci := l.sides[s], l.ix.Chunk(l.sides[s], u.chunk)
 		end := ci.NumRows
-		if g := sp.first + sp.n; g < ci.FirstPage+ci.NumPages {
+		if g := sp.first + sp.keep; g < ci.FirstPage+ci.NumPages {
 			end = l.pageRow(k, u.chunk, g)
 		}
 		if sp.row0 < r0 {
@@ -331,7 +310,7 @@ func (l *Loader) decodeSides(dec *codec.Decoder, u *unit, dicts []*codec.Diction
 			continue
 		}
 		if err := l.decodeRun(dec, k, u.chunk, dicts[l.sidePos[s]], u.data[sp.base:sp.base+sp.n], u.offs[sp.base:sp.base+sp.n],
-			sp.first, &sp.pages, read, &u.aliased); err != nil {
+			sp.first, sp.keep, &sp.pages, read, &u.aliased); err != nil {
 			return err
 		}
 		l.keepSide(sp, k)
@@ -362,17 +341,17 @@ func (l *Loader) decodeSides(dec *codec.Decoder, u *unit, dicts []*codec.Diction
 	return nil
 }
 
-// decodeRun decodes the pages of column k held in data (global numbers
-// from first on), each with as many following pages as its last row needs,
-// appending one Page per page to out.
-func (l *Loader) decodeRun(dec *codec.Decoder, k, c int, dict *codec.Dictionary, data [][]byte, offs []int64, first int,
+// decodeRun decodes the first keep pages of column k held in data (global
+// numbers from first on), each with as many following pages as its last
+// row needs (those in data, then read), appending one Page per page to
+// out.
+func (l *Loader) decodeRun(dec *codec.Decoder, k, c int, dict *codec.Dictionary, data [][]byte, offs []int64, first, keep int,
 	out *[]*codec.Page, read readFunc, aliased *bool) error {
 	ch := l.chunks[l.key(k, c)]
 	ci := l.ix.Chunk(k, c)
 	end := ci.FirstPage + ci.NumPages
-	rep := l.ix.Column(k).Descr.MaxRepetitionLevel() > 0
-	for i := range data {
-		aligned := !rep || l.ix.Locate(k, first+i).NumRows >= 0
+	for i := range data[:keep] {
+		aligned := !l.ix.Locate(k, first+i).EndsMidRow
 		m := 1
 		if !aligned && i+1 < len(data) {
 			m = 2
@@ -531,7 +510,7 @@ func (l *Loader) readSidesSync(g, rows int) (out []arrow.Array, err error) {
 			return out, err
 		}
 		sp := &u.side[s]
-		sp.first, sp.n, sp.row0 = l.sidePages(s, loc.Chunk, r0, r0+int64(rows))
+		sp.first, sp.keep, sp.n, sp.row0 = l.sidePages(s, loc.Chunk, r0, r0+int64(rows))
 		path := l.ix.File(loc.File).Path
 		data, offs := make([][]byte, sp.n), make([]int64, sp.n)
 		for j := range data {
@@ -542,7 +521,7 @@ func (l *Loader) readSidesSync(g, rows int) (out []arrow.Array, err error) {
 			offs[j] = pl.Offset
 		}
 		var aliased bool
-		if err := l.decodeRun(l.syncD, k, loc.Chunk, dict, data, offs, sp.first, &sp.pages, preadFile, &aliased); err != nil {
+		if err := l.decodeRun(l.syncD, k, loc.Chunk, dict, data, offs, sp.first, sp.keep, &sp.pages, preadFile, &aliased); err != nil {
 			return out, err
 		}
 		for _, p := range sp.pages {
@@ -557,7 +536,27 @@ func (l *Loader) readSidesSync(g, rows int) (out []arrow.Array, err error) {
 	return out, nil
 }
 
-// projNames returns the projected columns' paths in projection order.
+// sameColumns reports whether a checkpoint's columns and lead name this
+// loader's projection and lead: by their logical paths, or by names that
+// mean them (a leaf path, as checkpoints of earlier versions hold).
+func (l *Loader) sameColumns(cols []string, lead string) bool {
+	means := func(name string, k int) bool {
+		ks := l.ix.Lookup(name)
+		return name == l.ix.Column(k).Path || (len(ks) == 1 && ks[0] == k)
+	}
+	if len(cols) != len(l.proj) || !means(lead, l.lead) {
+		return false
+	}
+	for i, k := range l.proj {
+		if !means(cols[i], k) {
+			return false
+		}
+	}
+	return true
+}
+
+// projNames returns the projected columns' logical paths in projection
+// order.
 func (l *Loader) projNames() []string {
 	names := make([]string, len(l.proj))
 	for i, k := range l.proj {
@@ -660,7 +659,7 @@ func (l *Loader) sideHit(sp *sideSpan, k int) bool {
 	if l.sideC.max <= 0 {
 		return false
 	}
-	for j := 0; j < sp.n; j++ {
+	for j := 0; j < sp.keep; j++ {
 		a := l.sideC.get(k, sp.first+j)
 		if a == nil {
 			for _, x := range sp.cached {
@@ -671,7 +670,7 @@ func (l *Loader) sideHit(sp *sideSpan, k int) bool {
 		}
 		sp.cached = append(sp.cached, a)
 	}
-	l.sa.sideHits.Add(int64(sp.n))
+	l.sa.sideHits.Add(int64(sp.keep))
 	sp.hit, sp.n = true, 0
 	return true
 }

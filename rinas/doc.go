@@ -33,12 +33,37 @@
 // the states of all ranks into states for another world size without
 // losing or repeating a row.
 //
+// Interrupts lose nothing: a Next that returns an error (its context
+// cancelled or past its deadline at any point, or a failure) delivers
+// nothing, and the rows it had cut go back to the head of the queue with
+// their token offsets; the next call cuts the same batch, and a State
+// taken in between resumes to the same rows. Loader.Unread gives back the
+// batch the last Next returned, for a caller that could not hand it on:
+// the next Next returns it again, and State counts it as not delivered.
+//
 // Memory is fixed at Open: engine slots, the fetch window and the output
 // token buffers come from pools sized by the Config. A consumer that does
 // not Release its batches blocks Next (backpressure); ctx still ends it.
 // A batch's memory is the loader's until Release and is reused after it:
 // Arrow's Retain does not keep it; Batch.Detach copies what must outlive
 // the batch.
+//
+// Files do not change under the loader: after the reads of a fetch batch
+// (pages, other columns, dictionaries, continuation pages) have landed and
+// before any of its rows goes out, each file it read is stat'ed once
+// (statx: size and inode, modification and status-change times to the
+// nanosecond) and compared with what the index recorded and Open saw. A
+// file written in place since (rsync --inplace, a job rewriting a shard),
+// replaced by a rename, grown or shrunk fails the epoch with
+// ErrFileChanged naming it, or with Config.SkipBadPages drops its units,
+// counted in Stats.SkippedPages; so do a resumed State's pending rows,
+// read again at Open. The check cannot see what the kernel is not told or
+// does not record: a write within the file system's timestamp
+// granularity of the file's previous change (a few milliseconds on file
+// systems with coarse timestamps) that keeps its size and inode, a change
+// on a network file system that the client's attribute cache has not
+// caught up with (NFS actimeo, FUSE attr_timeout), and content changed
+// under a file system that does not update ctime.
 //
 // # Several columns
 //
@@ -51,7 +76,7 @@
 // spans that need them (Config.SideCacheBytes), and adjacent pages of one
 // column chunk that a unit reads go out as one read (Config.CoalesceBytes).
 //
-// A Loader is used by one goroutine: Next, State and Close must not be
-// called concurrently. Batch.Release may be called from any goroutine.
+// A Loader is used by one goroutine: Next, Unread, State and Close must
+// not be called concurrently. Batch.Release may be called from any goroutine.
 // Close waits for every goroutine the loader started.
 package rinas

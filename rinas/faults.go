@@ -13,8 +13,11 @@ import (
 // Corruption found by the loader itself. Both carry the corruption mark
 // (IsCorruption), so SkipBadPages may drop the unit they hit.
 var (
-	// ErrFileChanged reports a read that returned fewer bytes than the
-	// index says the page holds: the file shrank after it was indexed.
+	// ErrFileChanged reports a file that is not the one indexed: a read
+	// that returned fewer bytes than the index says the page holds (the
+	// file shrank), or a file whose size, inode, modification or
+	// status-change time differs from what the index and Open saw when
+	// its reads were confirmed (written in place, renamed over, grown).
 	ErrFileChanged = codec.CorruptSentinel("rinas: file changed since it was indexed")
 	// ErrPageRows reports a page whose decoded rows contradict its offset
 	// index: another row count than the index claims, or levels at its
@@ -27,7 +30,7 @@ var (
 // the page's offset, and what is wrong with it (ErrFileChanged or
 // ErrPageRows, and a description).
 type PageError struct {
-	Op   string // "read", "check rows"
+	Op   string // "read", "check rows", "check identity"
 	Path string
 	Off  int64
 	Err  error

@@ -156,7 +156,11 @@ func TestFaultsBadPageFailsEpoch(t *testing.T) {
 // corruptPages overwrites the head of each page g of pages (of ix, built
 // before) with 0xff bytes, which no page header parses as: a bad page the
 // loader can only meet as corruption. The files must be the test's own.
-func corruptPages(t *testing.T, ix *index.Index, pages ...int) {
+// It returns the files' index built again: the writes changed the files'
+// mtime and ctime, so ix no longer describes them (the loader would refuse
+// every page of theirs as a file changed since it was indexed), while a
+// disk that rots keeps them; the new index has the same pages.
+func corruptPages(t *testing.T, ix *index.Index, pages ...int) *index.Index {
 	t.Helper()
 	for _, g := range pages {
 		loc := ix.Locate(0, g)
@@ -169,6 +173,19 @@ func corruptPages(t *testing.T, ix *index.Index, pages ...int) {
 		}
 		f.Close()
 	}
+	var cols []string
+	for k := 0; k < ix.NumColumns(); k++ {
+		cols = append(cols, ix.Column(k).Path)
+	}
+	paths := make([]string, ix.NumFiles())
+	for i := range paths {
+		paths[i] = ix.File(i).Path
+	}
+	nix, err := index.Build(context.Background(), paths, index.Options{Columns: cols, NoSidecar: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatalf("index.Build: %v", err)
+	}
+	return nix
 }
 
 // TestFaultsBadPageSkipped: with SkipBadPages a corrupt page is dropped,
@@ -179,7 +196,7 @@ func TestFaultsBadPageSkipped(t *testing.T) {
 	ix := buildIndex(t, ds)
 	g := ix.NumPages(0) / 3
 	loc := ix.Locate(0, g)
-	corruptPages(t, ix, g)
+	ix = corruptPages(t, ix, g)
 	cfg := baseConfig(ds, "id")
 	cfg.SharedIndex = ix
 	cfg.SkipBadPages = true
@@ -277,7 +294,7 @@ func TestFaultsRandomCorruptionSkipped(t *testing.T) {
 	for g := 5; g < ix.NumPages(0); g += 37 {
 		bad = append(bad, g)
 	}
-	corruptPages(t, ix, bad...)
+	ix = corruptPages(t, ix, bad...)
 	for _, tc := range []struct {
 		sh        Shuffle
 		batchRows int

@@ -281,9 +281,8 @@ func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
 		g := int(item)
 		loc := l.ix.Locate(l.lead, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
-		c := l.ix.Chunk(l.lead, loc.Chunk)
-		if loc.NumRows < 0 && l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 && g+1 < c.FirstPage+c.NumPages {
-			u.n = 2 // its last row may continue in the next page
+		if loc.EndsMidRow {
+			u.n = 2 // its last row continues in the next page
 		}
 		if len(l.sides) > 0 {
 			r := l.pageRow(l.lead, loc.Chunk, g)
@@ -433,7 +432,6 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit) error {
 func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary, read readFunc) (err error) {
 	ch := l.chunks[l.key(l.lead, u.chunk)]
 	end := l.chunkEnd(l.lead, u.chunk)
-	rep := l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0
 	for k := 0; k < u.keep; k++ {
 		// Decode page k with as many of the unit's following pages as its
 		// last row needs: one more where rows may cross pages, growing
@@ -441,7 +439,7 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 		// A page with a known row count (offset index) starts and ends at
 		// row boundaries, as the format requires; only the others may end
 		// inside a row.
-		aligned := !rep || l.ix.Locate(l.lead, u.first+k).NumRows >= 0
+		aligned := !l.ix.Locate(l.lead, u.first+k).EndsMidRow
 		m := 1
 		if !aligned && k+1 < u.n {
 			m = 2
@@ -482,23 +480,21 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 // checkPage holds decoded page g of column k to what the index claims of it, before
 // any of its rows is used: rows are addressed by index (row mode, resume)
 // on the index's word, so a page the index misdescribes would deliver
-// garbage or lose rows. A page with a known row count (offset index) must
-// decode to exactly that many rows and start a row (no leading levels
-// continuing an earlier page); so must the first page of a chunk, whose
-// leading levels would belong to no row.
+// garbage or lose rows. Every page must decode to exactly the rows the
+// index counts in it (offset index, header or levels) and start a row (no
+// leading levels continuing an earlier page) unless the index says it
+// starts inside one; the index never says so of a chunk's first page,
+// whose leading levels would belong to no row.
 func (l *Loader) checkPage(k, g int, p *codec.Page) error {
 	loc := l.ix.Locate(k, g)
-	if loc.NumRows < 0 && g != l.ix.Chunk(k, loc.Chunk).FirstPage {
-		return nil
-	}
 	path := l.ix.File(loc.File).Path
-	if p.LeadingLevels() != 0 {
+	if p.LeadingLevels() != 0 && !loc.StartsMidRow {
 		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
 			"%d levels at its head continue a row of an earlier page, but the page should start a row", p.LeadingLevels())
 	}
-	if loc.NumRows >= 0 && p.Rows() != int(loc.NumRows) {
+	if p.Rows() != int(loc.NumRows) {
 		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
-			"%d rows decoded, the offset index says %d", p.Rows(), loc.NumRows)
+			"%d rows decoded, the index says %d", p.Rows(), loc.NumRows)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package rinas
 
 import (
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
@@ -19,18 +21,25 @@ import (
 //
 // acquire is called by the producer; release by workers and the producer.
 type fileCache struct {
-	mu     sync.Mutex
-	eng    *engine.Engine
-	ix     *index.Index
-	max    int
-	open   int
-	ents   []fileEnt
-	ids    []fileID // each file's identity at Open (checkIdentity)
-	head   int32    // most recently released idle file, -1 none
-	tail   int32    // least recently released idle file, -1 none
-	closed bool
-	logf   func(string, ...any)
-	warned bool
+	mu   sync.Mutex
+	eng  *engine.Engine
+	ix   *index.Index
+	max  int
+	open int
+	ents []fileEnt
+	ids  []fileID // each file's identity at Open (see confirmFiles)
+	// seen and seenErr are the consumer's (confirmFiles): the batch
+	// number that last checked each file, and what the check said.
+	seen    []uint32
+	seenErr []error
+	batch   uint32
+	st      statter
+	checks  int64 // statx calls made (benchmarks)
+	head    int32 // most recently released idle file, -1 none
+	tail    int32 // least recently released idle file, -1 none
+	closed  bool
+	logf    func(string, ...any)
+	warned  bool
 }
 
 type fileEnt struct {
@@ -43,8 +52,9 @@ func (c *fileCache) init(eng *engine.Engine, ix *index.Index, max int, logf func
 	c.eng, c.ix, c.max, c.logf = eng, ix, max, logf
 	c.ents = make([]fileEnt, ix.NumFiles())
 	c.ids = make([]fileID, ix.NumFiles())
+	c.seen, c.seenErr = make([]uint32, ix.NumFiles()), make([]error, ix.NumFiles())
 	for i := range c.ids {
-		c.ids[i], _ = statID(ix.File(i).Path) // a file that cannot be stat'ed fails when opened
+		c.ids[i], _ = statID(ix.File(i).Path) // a file that cannot be stat'ed fails its first check
 	}
 	for i := range c.ents {
 		c.ents[i].prev, c.ents[i].next = -1, -1
@@ -73,9 +83,6 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 	if c.open >= c.max && !c.warned {
 		c.warned = true
 		c.logf("%d files open, above the budget of %d (engine.OpenFileBudget(2)): every one has reads scheduled", c.open+1, c.max)
-	}
-	if err := checkIdentity(c.ix, i, c.ids[i]); err != nil {
-		return nil, err
 	}
 	f, err := c.eng.Open(c.ix.File(i).Path)
 	if err != nil {
@@ -150,6 +157,7 @@ func (c *fileCache) evict(i int32) {
 func (c *fileCache) closeAll() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.st.close()
 	if c.closed || c.eng == nil {
 		c.closed = true
 		return nil
@@ -171,4 +179,112 @@ func (c *fileCache) openNow() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.open
+}
+
+// fileID is a file's identity (statID): device and inode, size, and the
+// modification and status-change times in nanoseconds.
+type fileID struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+// checkIdentity reports whether file i is still the one the index was
+// built from and Open saw (want; zero when Open could not stat it), given
+// its identity now (got, or the error statting it): the size and
+// modification time the index recorded, and the device, inode and
+// status-change time Open found. A file replaced since (renamed over:
+// another inode) or written in place (a new ctime, which no one can set
+// back, even where rsync or touch restore the mtime) is an error
+// wrapping ErrFileChanged, never rows read through another file's page
+// map. What it cannot see: a write within the file system's timestamp
+// granularity of the last look that keeps size and inode, and a change
+// that a network file system's attribute cache has not yet seen.
+func checkIdentity(ix *index.Index, i int, want, got fileID, err error) error {
+	f := ix.File(i)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrFileChanged, err)
+	}
+	var what string
+	switch {
+	case got.size != f.Size:
+		what = fmt.Sprintf("size %d, now %d", f.Size, got.size)
+	case !f.ModTime.IsZero() && got.mtime != f.ModTime.UnixNano():
+		what = fmt.Sprintf("modified %s, now %s", f.ModTime.Format(time.RFC3339Nano), time.Unix(0, got.mtime).Format(time.RFC3339Nano))
+	case want.ino != 0 && (got.dev != want.dev || got.ino != want.ino):
+		what = fmt.Sprintf("replaced: inode %d, now %d", want.ino, got.ino)
+	case want.ctime != 0 && got.ctime != want.ctime:
+		what = fmt.Sprintf("written or changed in place: status changed %s, at Open %s",
+			time.Unix(0, got.ctime).Format(time.RFC3339Nano), time.Unix(0, want.ctime).Format(time.RFC3339Nano))
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w (%s): rebuild the index", ErrFileChanged, what)
+}
+
+// confirm checks file i's identity now (checkIdentity). Consumer only.
+func (c *fileCache) confirm(i int) error {
+	got, err := c.st.stat(c.ix.File(i).Path)
+	return checkIdentity(c.ix, i, c.ids[i], got, err)
+}
+
+// confirmFiles confirms, once every read of fb has landed and before any
+// of its rows goes out, that each file fb read is still the one indexed
+// (checkIdentity): one statx per file per fetch batch, after the reads,
+// so a change that any of the batch's reads (pages, other columns,
+// dictionaries, continuation pages read synchronously) could have seen
+// is seen. A changed file fails the batch with an error naming it, or
+// with SkipBadPages drops each of its units (counted in
+// Stats.SkippedPages). Consumer only.
+func (l *Loader) confirmFiles(fb *fetchBatch) error {
+	if benchSkipConfirm {
+		return nil
+	}
+	c := &l.fc
+	c.batch++
+	if c.batch == 0 { // wrapped: no stamp may look current
+		clear(c.seen)
+		c.batch = 1
+	}
+	for i := range fb.units[:fb.n] {
+		u := &fb.units[i]
+		if u.err != nil || len(u.pages) == 0 {
+			continue // failed, or skipped already
+		}
+		f := l.ix.Chunk(l.lead, u.chunk).File
+		if c.seen[f] != c.batch {
+			c.seen[f], c.seenErr[f] = c.batch, c.confirm(f)
+			c.checks++
+		}
+		if err := c.seenErr[f]; err != nil {
+			err = &PageError{Op: "check identity", Path: l.ix.File(f).Path, Off: l.ix.Locate(l.lead, u.first).Offset, Err: err}
+			if !l.skip(fb, u, err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// landedErr returns the error of a landed fetch batch: its reads' and
+// decodes', else a file changed since it was indexed (confirmFiles).
+func (l *Loader) landedErr(fb *fetchBatch) error {
+	if err := fb.firstErr(); err != nil {
+		return err
+	}
+	return l.confirmFiles(fb)
+}
+
+// benchSkipConfirm turns confirmFiles off, for BenchmarkIdentityCheck to
+// measure what the check costs. Nothing else sets it.
+var benchSkipConfirm bool
+
+// confirmPage is confirmFiles for a page read synchronously (a resumed
+// State's pending rows): page g of the lead column's file.
+func (l *Loader) confirmPage(g int) error {
+	loc := l.ix.Locate(l.lead, g)
+	if err := l.fc.confirm(loc.File); err != nil {
+		return &PageError{Op: "check identity", Path: l.ix.File(loc.File).Path, Off: loc.Offset, Err: err}
+	}
+	return nil
 }

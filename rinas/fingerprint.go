@@ -7,11 +7,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/pagefeed/pagefeed/index"
 )
@@ -85,40 +82,4 @@ func (l *Loader) datasetMismatch(s *State) error {
 		}
 	}
 	return stateErr("dataset", "it was taken on another dataset or column (%s, this is %s)", s.Dataset, l.dataset)
-}
-
-// fileID is what identifies an open file: a file renamed over it or
-// rewritten to another size has another.
-type fileID struct {
-	dev, ino uint64
-	size     int64
-}
-
-func statID(path string) (fileID, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return fileID{}, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	return fileID{dev: uint64(st.Dev), ino: st.Ino, size: st.Size}, nil
-}
-
-// checkIdentity reports whether file i is still the one the index was
-// built from and Open saw (want; zero when Open could not stat it): the
-// size the index has, and the device and inode Open found. A file
-// replaced since is an error naming it, never rows read with another
-// file's page map. (A rewrite in place to the same size keeps both; the
-// State fingerprint catches a changed footer at resume.)
-func checkIdentity(ix *index.Index, i int, want fileID) error {
-	f := ix.File(i)
-	got, err := statID(f.Path)
-	if err != nil {
-		return fmt.Errorf("rinas: %w", err)
-	}
-	switch {
-	case got.size != f.Size:
-		return fmt.Errorf("rinas: %s changed since it was indexed (size %d, now %d): rebuild the index", f.Path, f.Size, got.size)
-	case want != (fileID{}) && (got.dev != want.dev || got.ino != want.ino):
-		return fmt.Errorf("rinas: %s was replaced since the loader opened (inode %d, now %d): rebuild the index", f.Path, want.ino, got.ino)
-	}
-	return nil
 }

@@ -40,12 +40,9 @@ type Stats struct {
 	// SidePages counts the pages of projected columns other than the
 	// lead read and decoded (included in Pages). StraddleReads counts the
 	// side pages read whose rows reach outside the unit's span: the
-	// neighbouring span reads them again. WholeChunkReads counts side
-	// chunks read whole for one unit because their pages' first rows are
-	// unknown.
-	SidePages       int64
-	StraddleReads   int64
-	WholeChunkReads int64
+	// neighbouring span reads them again.
+	SidePages     int64
+	StraddleReads int64
 	// SideCacheHits counts the side pages taken from the side cache
 	// instead of being read (Config.SideCacheBytes).
 	SideCacheHits int64
@@ -73,15 +70,13 @@ type Loader struct {
 
 	// The projection: index columns in projection order, the lead (whose
 	// pages define the units) and its position, the other columns
-	// (sides) and their positions; wholeSide[s][c] marks a side chunk
-	// read whole (row ranges unknown); chunkRow0 is each chunk's first
-	// row within its file.
+	// (sides) and their positions; chunkRow0 is each chunk's first row
+	// within its file.
 	proj      []int
 	lead      int
 	leadPos   int
 	sides     []int
 	sidePos   []int
-	wholeSide [][]bool
 	chunkRow0 []int64
 
 	nUnits   uint64
@@ -120,8 +115,8 @@ type Loader struct {
 
 	stats Stats
 	sa    struct {
-		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy      atomic.Int64
-		sidePages, straddle, wholeChunk, reads, coalesced, sideHits atomic.Int64
+		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
+		sidePages, straddle, reads, coalesced, sideHits        atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
 }
@@ -169,6 +164,13 @@ type consumer struct {
 	tokClosed bool
 	tokMapped int
 	finished  bool
+	// Transactional assembly (see batchRecord): the record of the batch
+	// being cut and of the last one returned; unread is a page batch's
+	// fetch batch given back by Unread, delivered before anything else;
+	// restDropped counts the rows dropRest dropped of the epoch so far.
+	work, last  batchRecord
+	unread      *fetchBatch
+	restDropped int64
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
@@ -246,11 +248,13 @@ func (l *Loader) openIndex(ctx context.Context) error {
 				ErrConfig, col.Path, d.PhysicalType(), d.MaxRepetitionLevel())
 		}
 	}
-	name := col.Path
+	// The first file's leaf paths, as before columns were named
+	// logically: checkpoints taken then stay valid.
+	name := col.Descr.Path()
 	if len(l.proj) > 1 {
 		// The whole projection, and which column led the spans.
 		for _, k := range l.proj {
-			name += "\x00" + l.ix.Column(k).Path
+			name += "\x00" + l.ix.Column(k).Descr.Path()
 		}
 	}
 	l.dataset, l.fileSums = fingerprint(l.ix, name)
@@ -274,7 +278,7 @@ func (l *Loader) plan() error {
 					ErrConfig, l.ix.File(loc.File).Path)
 			}
 			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
-			if loc.NumRows == 0 {
+			if loc.NumRows == 0 && !loc.StartsMidRow {
 				// No row maps to a page the index calls empty, so it is
 				// never read: make sure now that it holds nothing.
 				if err := l.checkEmptyPage(g); err != nil {
@@ -298,16 +302,11 @@ func (l *Loader) plan() error {
 		}
 	default:
 		l.nUnits = uint64(n)
-		// A page and its continuation where rows may cross pages: a page
-		// of a repeated column whose row count the index does not know
-		// (fillUnit reads the next page with it).
-		if l.ix.Column(l.lead).Descr.MaxRepetitionLevel() > 0 {
-			for g := 0; g < n; g++ {
-				if l.ix.Locate(l.lead, g).NumRows < 0 {
-					l.unitMax = 2
-					break
-				}
-			}
+		// A page and its continuation where rows cross pages (V1 pages of
+		// a repeated column without an offset index): fillUnit reads the
+		// next page with a page whose last row goes on in it.
+		if l.ix.SplitsRows(l.lead) {
+			l.unitMax = 2
 		}
 	}
 	if l.cfg.Shuffle != ShuffleRowGroup {
@@ -577,7 +576,7 @@ func (l *Loader) startEpoch(s *State) error {
 		l.done, l.exclude = 0, nil
 		return nil
 	}
-	if len(l.proj) > 1 && (!slices.Equal(s.Columns, l.projNames()) || s.Lead != l.ix.Column(l.lead).Path) {
+	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
 	}
@@ -628,6 +627,7 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if l.finished {
 		return nil, io.EOF
 	}
+	l.begin()
 	var b *Batch
 	var err error
 	if l.cfg.BatchRows == 0 {
@@ -635,12 +635,14 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	} else {
 		b, err = l.nextRows(ctx)
 	}
-	if err == nil {
-		l.stats.Batches++
-		l.stats.Rows += int64(b.Rows)
-		l.batches++
+	if err != nil {
+		return nil, err
 	}
-	return b, err
+	l.commit(b)
+	l.stats.Batches++
+	l.stats.Rows += int64(b.Rows)
+	l.batches++
+	return b, nil
 }
 
 // take returns the next fetch batch in order, landed; nil at an epoch's
@@ -690,7 +692,7 @@ func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
 		break
 	}
 	l.waiting = nil
-	if err := fb.firstErr(); err != nil {
+	if err := l.landedErr(fb); err != nil {
 		l.recycle(fb)
 		l.err = err // the epoch failed: later calls say so again
 		return nil, err
@@ -733,9 +735,13 @@ func (l *Loader) beginEpoch(start uint64, rem *State) error {
 
 func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 	for {
-		fb, err := l.take(ctx)
-		if err != nil {
-			return nil, err
+		fb := l.unread
+		l.unread = nil
+		if fb == nil {
+			var err error
+			if fb, err = l.take(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if fb == nil {
 			if err := l.endEpoch(); err != nil {
@@ -771,6 +777,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			}
 		}
 		b.setColumns(l.columnsOf(arrs, segs))
+		l.work.fb, l.work.exclude = fb, l.exclude
 		l.done = fb.jEnd
 		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
 		fb.out.Store(true)
@@ -821,7 +828,6 @@ func (l *Loader) Stats() Stats {
 	s.SkippedPages = l.skips.n.Load()
 	s.SidePages = l.sa.sidePages.Load()
 	s.StraddleReads = l.sa.straddle.Load()
-	s.WholeChunkReads = l.sa.wholeChunk.Load()
 	s.Reads = l.sa.reads.Load()
 	s.SideCacheHits = l.sa.sideHits.Load()
 	s.CoalescedPages = l.sa.coalesced.Load()
@@ -866,6 +872,8 @@ func (l *Loader) closeAll() error {
 		}
 	}
 	l.rows.drop()
+	l.last.reset()
+	l.work.reset()
 	l.dicts.drop()
 	l.sideC.drop()
 	if l.tokBufs != nil {

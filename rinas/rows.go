@@ -188,6 +188,9 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 				}
 				sides[ref.Page] = cols
 			}
+			if err := r.l.confirmPage(int(ref.Page)); err != nil {
+				return err
+			}
 		}
 		a := p.Array()
 		if int(ref.Row) >= a.Len() {
@@ -227,8 +230,9 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 }
 
 // nextRows cuts a batch of BatchRows rows from the row stream, taking in
-// landed units as needed.
-func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
+// landed units as needed. The rows it cuts are recorded in l.work (see
+// batchRecord): on an error they go back to the head of the queue.
+func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
 	if l.ep.force && l.batches >= l.ep.steps {
 		// Len's batches are out: the rest of the epoch is dropped.
 		if err := l.dropRest(ctx); err != nil {
@@ -247,54 +251,54 @@ func (l *Loader) nextRows(ctx context.Context) (*Batch, error) {
 		pk = packer{eos: l.cfg.EOS, pad: l.cfg.Pad, truncate: l.cfg.Truncate}
 		pk.reset(tb)
 	}
-	b := &Batch{Epoch: l.epoch, SeqLen: l.cfg.SeqLen}
-	var taken []rowItem
-	giveBack := func() {
-		if tb != nil {
-			l.putTokBuf(tb)
+	w := &l.work
+	defer func() {
+		if err != nil {
+			// Nothing delivered, nothing lost: the rows cut so far go
+			// back to the head of the queue, as they were.
+			if tb != nil {
+				l.putTokBuf(tb)
+			}
+			l.unshift(w)
 		}
-		for _, it := range taken {
-			it.release()
-		}
-	}
+	}()
+	b = &Batch{Epoch: l.epoch, SeqLen: l.cfg.SeqLen}
 	full := func() bool {
 		if tb != nil {
 			return pk.full()
 		}
-		return len(taken) >= want
+		return len(w.rows) >= want
 	}
 	for !full() {
 		if len(l.rows.out) > 0 {
 			it := &l.rows.out[0]
+			orig := *it
 			if tb != nil {
 				done, err := l.packRow(&pk, it)
 				if err != nil {
-					giveBack()
 					return nil, err
 				}
 				if !done {
-					break // the row continues in the next batch
+					// The row continues in the next batch.
+					w.tail, w.tailTok = true, orig.tok()
+					break
 				}
-				b.Refs = append(b.Refs, it.ref)
-				it.release()
-			} else {
-				taken = append(taken, *it)
-				b.Refs = append(b.Refs, it.ref)
 			}
+			w.rows = append(w.rows, orig)
+			b.Refs = append(b.Refs, it.ref)
 			l.rows.out = l.rows.out[1:]
 			continue
 		}
 		partial := len(b.Refs) > 0 || (tb != nil && pk.pos > 0)
 		stop, err := l.feedRows(ctx, b, partial)
 		if err != nil {
-			giveBack()
 			return nil, err
 		}
 		if stop {
 			break
 		}
 	}
-	return l.finishRows(b, tb, &pk, taken)
+	return l.finishRows(b, tb, &pk, w.rows)
 }
 
 // feedRows refills the row stream when it is empty: it pushes the current
@@ -345,8 +349,8 @@ func (l *Loader) feedRows(ctx context.Context, b *Batch, partial bool) (stop boo
 }
 
 // finishRows completes b from what nextRows cut: the packed tokens of tb
-// (which b then owns), or one array per column concatenated from taken,
-// whose references it releases either way.
+// (which b then owns), or one array per column concatenated from taken
+// (whose references stay with the batch's record until the next batch).
 func (l *Loader) finishRows(b *Batch, tb *tokenBuf, pk *packer, taken []rowItem) (*Batch, error) {
 	b.Rows = len(b.Refs)
 	if tb != nil {
@@ -358,9 +362,6 @@ func (l *Loader) finishRows(b *Batch, tb *tokenBuf, pk *packer, taken []rowItem)
 	}
 	if len(taken) > 0 {
 		cols, err := l.concatColumns(taken)
-		for _, it := range taken {
-			it.release()
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -398,24 +399,30 @@ func (l *Loader) concatColumns(rows []rowItem) ([]Column, error) {
 
 // dropRest drops what is left of the epoch (tokens output past Len's
 // last batch): the rows held and every unit not yet taken in, counted in
-// Stats.DroppedRows; then it moves to the next epoch.
+// Stats.DroppedRows as they go (a wait cut short by ctx leaves the count
+// right, and the next call goes on); then it moves to the next epoch.
 func (l *Loader) dropRest(ctx context.Context) error {
-	n := int64(len(l.rows.out))
+	count := func(n int64) {
+		l.stats.DroppedRows += n
+		l.restDropped += n
+	}
+	count(int64(len(l.rows.out)))
 	if l.rows.buf != nil {
-		n += int64(len(l.rows.buf.items))
+		count(int64(len(l.rows.buf.items)))
 	}
 	l.rows.drop()
-	count := func(fb *fetchBatch, from int) {
+	drop := func(fb *fetchBatch, from int) {
 		for _, ui := range l.arrivals(fb)[from:fb.n] {
 			for _, p := range fb.units[ui].pages {
-				n += int64(p.Rows())
+				count(int64(p.Rows()))
 			}
 		}
+		l.done = fb.jEnd
+		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		l.recycle(fb)
 	}
 	if l.cur != nil {
-		count(l.cur, l.curNext)
-		l.done = l.cur.jEnd
-		l.recycle(l.cur)
+		drop(l.cur, l.curNext)
 		l.cur = nil
 	}
 	for !l.atEnd {
@@ -426,15 +433,13 @@ func (l *Loader) dropRest(ctx context.Context) error {
 		if fb == nil {
 			break
 		}
-		count(fb, 0)
-		l.done = fb.jEnd
-		l.recycle(fb)
+		drop(fb, 0)
 	}
 	l.atEnd = false
-	l.stats.DroppedRows += n
-	if n > 0 {
-		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, n, l.ep.steps)
+	if l.restDropped > 0 {
+		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, l.restDropped, l.ep.steps)
 	}
+	l.restDropped = 0
 	return l.endEpoch()
 }
 

@@ -41,7 +41,7 @@ func TestZeroCopyPagesMatchReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				corruptPages(t, ix, 3, ix.NumPages(0)/2, ix.NumPages(0)-2)
+				ix = corruptPages(t, ix, 3, ix.NumPages(0)/2, ix.NumPages(0)-2)
 				cfg.Paths, cfg.SharedIndex = cds.paths, ix
 				cfg.Engine.Faults = tc.faults
 				cfg.SkipBadPages = true

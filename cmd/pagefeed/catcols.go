@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pagefeed/pagefeed/codec"
@@ -15,17 +14,17 @@ import (
 )
 
 // catColumns prints the rows of several columns in file order, one JSON
-// object per row keyed by the names asked for (a top-level name stands
-// for its one leaf; a name with several leaves keys each by its path).
+// object per row keyed by the names asked for (a name that means one
+// column, logical or leaf path, keys it; a name with several columns keys
+// each by its logical path).
 // Each row group is read and decoded whole, column by column; columns
 // whose row counts differ in a row group fail naming the file.
 func catColumns(ctx context.Context, rd engine.BatchReader, ix *index.Index, names []string, limit int64, stdout io.Writer) error {
 	keys := make([][]byte, ix.NumColumns())
 	for k := range keys {
-		path := ix.Column(k).Path
-		key := path
+		key := ix.Column(k).Path
 		for _, n := range names {
-			if n == path || (strings.HasPrefix(path, n+".") && leavesUnder(ix, n) == 1) {
+			if ks := ix.Lookup(n); len(ks) == 1 && ks[0] == k {
 				key = n
 				break
 			}
@@ -99,15 +98,4 @@ func catColumns(ctx context.Context, rd engine.BatchReader, ix *index.Index, nam
 		}
 	}
 	return w.Flush()
-}
-
-// leavesUnder counts the projected leaves under the top-level name n.
-func leavesUnder(ix *index.Index, n string) int {
-	m := 0
-	for k := 0; k < ix.NumColumns(); k++ {
-		if p := ix.Column(k).Path; p == n || strings.HasPrefix(p, n+".") {
-			m++
-		}
-	}
-	return m
 }

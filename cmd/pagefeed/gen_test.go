@@ -22,7 +22,7 @@ func TestGenCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, s := range []string{"wrote 2 files", "600 rows", "pages", "input_ids.list.element", "bytes"} {
+	for _, s := range []string{"wrote 2 files", "600 rows", "pages", "input_ids", "bytes"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output %q lacks %q", out, s)
 		}

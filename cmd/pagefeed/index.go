@@ -43,7 +43,12 @@ type indexReport struct {
 	Sidecar       string  `json:"sidecar"`
 	SidecarPath   string  `json:"sidecar_path,omitempty"`
 	ReusedFiles   int     `json:"reused_files,omitempty"` // from a stale sidecar, not re-read
-	Columns       []col   `json:"columns"`
+	// CountedPages: pages whose rows were counted from their levels (V1
+	// pages of repeated columns without an offset index), once per file
+	// version; CountedBytes: what that read again.
+	CountedPages int64 `json:"counted_pages"`
+	CountedBytes int64 `json:"counted_bytes"`
+	Columns      []col `json:"columns"`
 	// Spans, with several columns, describes the row spans a loader's
 	// page shuffle would use: one per page of the lead column (the one
 	// with the most bytes), and how many pages of each other column a
@@ -55,16 +60,15 @@ type spans struct {
 	Lead         string             `json:"lead"`
 	Spans        int                `json:"spans"`
 	PagesPerSpan map[string]float64 `json:"pages_per_span"`
-	// Unknown counts lead pages whose first row the index does not know
-	// (no span can be cut there) and other columns' chunks read whole.
-	UnknownLead int `json:"unknown_lead_pages,omitempty"`
-	WholeChunks int `json:"whole_chunks,omitempty"`
 }
 
 // source counts column chunks by where their page locations came from.
 type source struct {
 	OffsetIndex int `json:"offset_index"`
 	HeaderWalk  int `json:"header_walk"`
+	// OffsetIndexIgnored counts the chunks among HeaderWalk whose offset
+	// index contradicts itself, so their headers were walked instead.
+	OffsetIndexIgnored int `json:"offset_index_ignored"`
 }
 
 type col struct {
@@ -126,7 +130,9 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	r := indexReport{
 		Files: st.Files, RowGroups: st.RowGroups, ColumnChunks: st.ColumnChunks,
 		Pages: st.Pages, Rows: st.Rows,
-		Source:        source{OffsetIndex: st.OffsetIndex, HeaderWalk: st.HeaderWalk},
+		Source:        source{OffsetIndex: st.OffsetIndex, HeaderWalk: st.HeaderWalk, OffsetIndexIgnored: st.OffsetIndexIgnored},
+		CountedPages:  st.CountedPages,
+		CountedBytes:  st.CountedBytes,
 		ResidentBytes: st.ResidentBytes,
 		BuildMs:       float64(st.BuildTime.Microseconds()) / 1000,
 		Sidecar:       st.Sidecar,
@@ -152,7 +158,13 @@ func runIndex(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "files          %d\n", r.Files)
 	fmt.Fprintf(stdout, "row groups     %d\n", r.RowGroups)
 	fmt.Fprintf(stdout, "column chunks  %d (offset index %d, header walk %d)\n", r.ColumnChunks, r.Source.OffsetIndex, r.Source.HeaderWalk)
+	if r.Source.OffsetIndexIgnored > 0 {
+		fmt.Fprintf(stdout, "               %d offset index(es) contradicting themselves ignored, their headers walked\n", r.Source.OffsetIndexIgnored)
+	}
 	fmt.Fprintf(stdout, "pages          %d\n", r.Pages)
+	if r.CountedPages > 0 {
+		fmt.Fprintf(stdout, "               %d counted from their levels (%d bytes read again)\n", r.CountedPages, r.CountedBytes)
+	}
 	for _, c := range r.Columns {
 		fmt.Fprintf(stdout, "  %-28s %d (%d bytes)\n", c.Path, c.Pages, c.Bytes)
 	}
@@ -186,12 +198,9 @@ func spanReport(ix *index.Index, cols []col) *spans {
 		}
 	}
 	sp := &spans{Lead: cols[lead].Path, Spans: ix.NumPages(lead), PagesPerSpan: map[string]float64{}}
-	// chunk-relative first row of page g of column k, -1 unknown
+	// chunk-relative first row of page g of column k
 	rowOf := func(k, g int) int64 {
 		loc := ix.Locate(k, g)
-		if loc.FirstRow < 0 {
-			return -1
-		}
 		ci := ix.Chunk(k, loc.Chunk)
 		return loc.FirstRow - (ci.FirstRow - ix.File(ci.File).FirstRow)
 	}
@@ -199,32 +208,17 @@ func spanReport(ix *index.Index, cols []col) *spans {
 		if k == lead {
 			continue
 		}
-		whole := map[int]bool{}
 		total := 0
 		for g := 0; g < ix.NumPages(lead); g++ {
 			loc := ix.Locate(lead, g)
 			r0 := rowOf(lead, g)
-			if r0 < 0 || loc.NumRows < 0 {
-				if k == (lead+1)%len(cols) {
-					sp.UnknownLead++
-				}
-				continue
-			}
 			r1 := r0 + int64(loc.NumRows)
 			ci := ix.Chunk(k, loc.Chunk)
 			n := 0
 			for h := ci.FirstPage; h < ci.FirstPage+ci.NumPages; h++ {
-				a := rowOf(k, h)
-				if a < 0 {
-					whole[loc.Chunk] = true
-					n = ci.NumPages
-					break
-				}
-				b := ci.NumRows
+				a, b := rowOf(k, h), ci.NumRows
 				if h+1 < ci.FirstPage+ci.NumPages {
-					if b = rowOf(k, h+1); b < 0 {
-						b = ci.NumRows
-					}
+					b = rowOf(k, h+1)
 				}
 				if a < r1 && b > r0 {
 					n++
@@ -232,7 +226,6 @@ func spanReport(ix *index.Index, cols []col) *spans {
 			}
 			total += n
 		}
-		sp.WholeChunks += len(whole)
 		if sp.Spans > 0 {
 			sp.PagesPerSpan[cols[k].Path] = float64(total) / float64(sp.Spans)
 		}

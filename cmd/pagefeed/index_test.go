@@ -54,7 +54,7 @@ func TestIndexCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, s := range []string{"files          1", "header walk 3", "sidecar        miss", "input_ids.list.element"} {
+	for _, s := range []string{"files          1", "header walk 3", "sidecar        miss", "input_ids  ", "counted from their levels"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("summary lacks %q:\n%s", s, out)
 		}

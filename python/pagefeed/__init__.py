@@ -27,7 +27,9 @@ import numpy as np
 
 from . import _arrays, _lib
 from ._arrays import ListArray, StringArray
-from .errors import ClosedError, ConfigError, CorruptPageError, Error, ForkError, StateError
+from . import errors
+from .errors import (ClosedError, ConfigError, CorruptPageError, Error, ForkError, StateError, check_bool, check_int,
+                     check_str)
 
 __all__ = ["Loader", "Batch", "ListArray", "StringArray", "reshard", "version",
            "Error", "ConfigError", "StateError", "CorruptPageError", "ClosedError", "ForkError"]
@@ -72,11 +74,14 @@ class Batch:
     the last of them is garbage.
     """
 
-    __slots__ = ("_desc", "_handle", "_rows", "_epoch", "_views", "_want", "_done", "_names", "_forks", "__weakref__")
+    __slots__ = ("_desc", "_handle", "_rows", "_epoch", "_views", "_want", "_done", "_own", "_names", "_forks",
+                 "__weakref__")
 
-    def __init__(self, desc):
-        self._desc = desc  # C memory, freed by the release: read only through _live()
-        d = desc.contents
+    def __init__(self, addr):
+        # _own: set by Loader.__next__ at the hand-off; a Batch that never
+        # got there (an exception between) gives nothing back when it goes.
+        self._own = False
+        d = self._desc = _lib.PFBatch.from_address(addr)  # C memory, freed by the release: read only through _live()
         self._handle, self._rows, self._epoch = d.handle, d.rows, d.epoch
         self._views = 0
         self._want = False
@@ -90,7 +95,7 @@ class Batch:
         """The descriptor, or ClosedError once the batch is released."""
         if self._done or self._want:
             raise ClosedError("pagefeed: batch already released")
-        return self._desc.contents
+        return self._desc
 
     def _owner(self):
         self._live()
@@ -222,11 +227,14 @@ class Batch:
             self._free()
 
     def _free(self):
-        if self._done:
+        if self._done or not self._own:
             return
-        self._done = True
+        # Released before it is marked: an exception (a signal) between the
+        # two leaves it to be released again, which the library ignores,
+        # rather than never.
         if self._forks == _lib._forks:
             _lib.check(_lib.lib().pf_batch_release(self._handle))
+        self._done = True
 
     def __enter__(self):
         return self
@@ -239,6 +247,17 @@ class Batch:
             self._free()
         except Exception:
             pass
+
+    def __copy__(self):
+        raise TypeError("pagefeed.Batch cannot be copied: it owns the loader's memory until released. "
+                        "Copy its arrays instead (numpy.array(batch.tokens), batch.columns[name].copy())")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("pagefeed.Batch cannot be pickled: it views the loader's memory. "
+                        "Pickle copies of its arrays instead")
 
     def __repr__(self):
         return "<pagefeed.Batch rows=%d epoch=%d%s>" % (self.num_rows, self.epoch, " released" if self._done else "")
@@ -267,68 +286,83 @@ class _Holder:
 class Loader:
     """An iterable of Batch over Parquet files, a directory or globs.
 
-    Arguments follow the Go loader's Config: shuffle page|row|rowgroup|
-    stream|none, fetch unordered|ordered, batch_pages (pages read
-    together; one batch each unless batch_rows > 0), batch_rows,
-    buffer_rows (shuffle buffer), output arrow|tokens (then seq_len, eos,
-    pad, tokens_dtype "int32" or "int64", and position_ids, cu_seqlens,
-    loss_mask: whether batches carry those arrays, see Batch), seed,
-    epochs, rank and world (default: torchrun's $RANK and $WORLD_SIZE),
-    memory_limit in bytes, skip_bad_pages. Further keyword arguments are
-    passed on as config keys in snake_case (epoch, prefetch, iodepth,
-    drop_last, pad_last, keep_uneven, deterministic, truncate); unknown
-    ones raise ConfigError.
+    Arguments follow the Go loader's Config; each left out (None) takes the
+    library's default: shuffle page|row|rowgroup|stream|none (page), fetch
+    unordered|ordered (unordered), batch_pages (pages read together; one
+    batch each unless batch_rows > 0; 64), batch_rows (0), buffer_rows
+    (shuffle buffer, 0: off; stream's default 8192), output arrow|tokens
+    (arrow; tokens then takes seq_len (2048), eos, pad, tokens_dtype "int32"
+    or "int64", and position_ids, cu_seqlens, loss_mask: whether batches
+    carry those arrays, see Batch), seed (0), epochs (1), rank and world
+    (default: torchrun's $RANK and $WORLD_SIZE), memory_limit in bytes
+    (1 GiB), skip_bad_pages. Further keyword arguments are passed on as
+    config keys in snake_case (epoch, prefetch, iodepth, drop_last,
+    pad_last, keep_uneven, deterministic, truncate, resume: a state_dict());
+    unknown ones raise ConfigError.
 
-    Opening validates everything: FileNotFoundError for a missing path,
-    ConfigError for an unknown column or option, StateError for a state
-    of another dataset, MemoryError beyond memory_limit.
+    Every argument is checked: ConfigError names one of the wrong type (a
+    float or a bool for an integer) or out of its range. Opening validates
+    the rest: FileNotFoundError for a missing path, OSError for a path that
+    cannot be opened (permissions, a symlink loop), ConfigError for an
+    unknown column or option, StateError for a state of another dataset,
+    MemoryError beyond memory_limit.
+
+    next() blocks until a batch is ready, in slices, so that signal
+    handlers run meanwhile (Ctrl-C raises KeyboardInterrupt). An exception
+    that interrupts next() after the library handed out a batch loses
+    nothing: the batch stays pending, the next next() returns it, and
+    state_dict() counts it as not delivered. A batch is delivered once
+    next() returns it (in a for loop, once the loop variable holds it).
     """
 
-    def __init__(self, paths, columns=None, shuffle="page", fetch="unordered", batch_pages=64, batch_rows=0,
-                 buffer_rows=0, output="arrow", seq_len=2048, eos=None, pad=None, tokens_dtype="int32",
-                 position_ids=False, cu_seqlens=False, loss_mask=False, seed=0, epochs=1, rank=None,
+    # How long one wait inside next() may block before Python's signal
+    # handlers get to run.
+    _WAIT_MS = 100
+
+    def __init__(self, paths, columns=None, shuffle=None, fetch=None, batch_pages=None, batch_rows=None,
+                 buffer_rows=None, output=None, seq_len=None, eos=None, pad=None, tokens_dtype=None,
+                 position_ids=False, cu_seqlens=False, loss_mask=False, seed=None, epochs=None, rank=None,
                  world=None, memory_limit=None, skip_bad_pages=False, **config):
-        if isinstance(paths, (str, os.PathLike)):
-            paths = [paths]
-        cfg = {"paths": [os.fspath(p) for p in paths], "shuffle": shuffle, "fetch": fetch,
-               "batch_pages": batch_pages, "batch_rows": batch_rows, "buffer_rows": buffer_rows,
-               "output": output, "seed": seed, "epochs": epochs, "skip_bad_pages": bool(skip_bad_pages)}
+        self._h = None
+        self._slot = ctypes.c_void_p()  # the batch pf_next handed out and next() has not yet returned
+        self._slotref = ctypes.byref(self._slot)
+        cfg = {"paths": _paths(paths)}
         if columns is not None:
-            cfg["columns"] = [columns] if isinstance(columns, str) else list(columns)
-        if output == "tokens":
-            cfg["seq_len"] = seq_len
-        # Passed on only when not the default, so that arrow output takes
-        # them silently and the library judges every value given.
-        if not isinstance(tokens_dtype, str):  # numpy.int64, np.dtype("int64"), torch.int64
+            if isinstance(columns, str):
+                columns = [columns]
+            elif not hasattr(columns, "__iter__"):
+                raise ConfigError("pagefeed: columns=%r: want a column name or a list of them" % (columns,))
+            cfg["columns"] = [check_str("columns[%d]" % i, c) for i, c in enumerate(columns)]
+        if tokens_dtype is not None and not isinstance(tokens_dtype, str):  # numpy.int64, np.dtype("int64"), torch.int64
             try:
                 tokens_dtype = np.dtype(tokens_dtype).name
             except TypeError:
                 tokens_dtype = str(tokens_dtype).replace("torch.", "", 1)
-        if tokens_dtype != "int32":
-            cfg["tokens_dtype"] = tokens_dtype
-        for k, v in (("position_ids", position_ids), ("cu_seqlens", cu_seqlens), ("loss_mask", loss_mask)):
-            if v:
-                cfg[k] = bool(v)
-        for k, v in (("eos", eos), ("pad", pad), ("memory_limit", memory_limit)):
-            if v is not None:
-                cfg[k] = v
-        if world is not None:
-            cfg["world"] = world
-            cfg["rank"] = 0 if rank is None else rank
-        elif rank is not None:
+        given = dict(shuffle=shuffle, fetch=fetch, batch_pages=batch_pages, batch_rows=batch_rows,
+                     buffer_rows=buffer_rows, output=output, seq_len=seq_len, eos=eos, pad=pad,
+                     tokens_dtype=tokens_dtype, seed=seed, epochs=epochs, memory_limit=memory_limit,
+                     position_ids=position_ids, cu_seqlens=cu_seqlens, loss_mask=loss_mask,
+                     skip_bad_pages=skip_bad_pages, world=world, rank=rank)
+        if world is not None and rank is None:
+            given["rank"] = 0
+        elif world is None and rank is not None:
             raise ConfigError("pagefeed: rank given without world")
-        cfg.update(config)
+        given.update(config)
+        for k, v in given.items():
+            if v is not None:
+                v = _check_key(k, v)
+                if v is not False:  # False is every flag's default: the config stays short
+                    cfg[k] = v
         self._cfg = cfg
-        self._h = None
         self._open(None)
 
     def _open(self, resume):
-        cfg = dict(self._cfg)
+        cfg = self._cfg
         if resume is not None:
-            cfg["resume"] = resume
+            cfg = dict(cfg, resume=resume)
         l = _lib.lib()
         h = ctypes.c_int64()
-        b = json.dumps(cfg).encode()
+        b = errors.dumps(cfg, "config")
         _lib.check(l.pf_open(b, len(b), ctypes.byref(h)))
         self._h = h.value
 
@@ -341,12 +375,28 @@ class Loader:
         return self
 
     def __next__(self):
-        l = _lib.lib()
-        p = ctypes.POINTER(_lib.PFBatch)()
-        rc = _lib.check(l.pf_next(self._handle(), ctypes.byref(p)))
-        if rc == _lib.EOF:
-            raise StopIteration
-        return Batch(p)
+        slot = self._slot
+        if not slot.value:
+            h = self._h
+            if h is None:
+                raise ClosedError("pagefeed: loader closed")
+            wait, ref, ms = _lib.lib().pf_next_wait, self._slotref, self._WAIT_MS
+            # An exception raised when a call returns (a signal's) leaves
+            # what the call stored in the slot: the next call returns it.
+            rc = wait(h, ms, ref)
+            while rc == _lib.TIMEOUT:
+                rc = wait(h, ms, ref)  # the loop runs the signal handlers
+            if rc:
+                if rc == _lib.EOF:
+                    raise StopIteration
+                _lib.check(rc)
+        b = Batch(slot.value)
+        # The hand-off: attribute stores and the return run no signal
+        # handler in between, so the batch is either the caller's or still
+        # in the slot.
+        b._own = True
+        slot.value = None
+        return b
 
     def next(self):
         """The next Batch, or None after the last epoch."""
@@ -355,32 +405,81 @@ class Loader:
         except StopIteration:
             return None
 
+    def _unread(self, b=None):
+        """Gives the rows of the batch handed out last back to the loader,
+        so that the next next() delivers them again: the pending batch, or
+        b (next()'s last, its hand-off cut short by an exception)."""
+        slot = self._slot
+        if b is None:
+            if not slot.value:
+                return
+            handle = _lib.PFBatch.from_address(slot.value).handle
+        else:
+            if b._done or not b._own:
+                return
+            handle = b._handle
+        _lib.check(_lib.lib().pf_unread(self._handle(), handle))
+        if b is None:
+            slot.value = None
+        else:
+            b._done = True  # its memory went back with its rows; views of it are void
+
     def __len__(self):
-        """Batches per epoch for this rank, known at open: exact with
-        drop_last or pad_last (the default when world > 1: every rank takes
-        this many steps), an estimate with keep_uneven (world 1's
-        default) where batches are rows or tokens."""
+        """Batches this rank takes in the loader's current epoch: the epoch
+        of the last batch next() returned (before the first, the epoch it
+        opened at; a resumed epoch counted whole, the batches before the
+        checkpoint included). Exact for page and row batches, and the same
+        on every rank with drop_last or pad_last (the default when
+        world > 1); an estimate for tokens output with keep_uneven (world
+        1's default). It never waits for a next() blocked on another
+        thread."""
         n = ctypes.c_int64()
         _lib.check(_lib.lib().pf_len(self._handle(), ctypes.byref(n)))
         return n.value
 
-    def state_dict(self):
-        """A checkpoint after the last batch returned (a JSON-able dict)."""
+    def epoch_len(self, epoch):
+        """Batches this rank takes in epoch: len() for the current epoch,
+        any other as a fresh start of it would run."""
+        epoch = check_int("epoch", epoch, 0, errors.INT64[1])
+        n = ctypes.c_int64()
+        _lib.check(_lib.lib().pf_epoch_len(self._handle(), epoch, ctypes.byref(n)))
+        return n.value
+
+    def _state_bytes(self, compact=False):
+        self._unread()
         out = ctypes.c_void_p()
-        _lib.check(_lib.lib().pf_state(self._handle(), ctypes.byref(out)))
-        return json.loads(_lib.take_string(out))
+        _lib.check(_lib.lib().pf_state(self._handle(), _lib.STATE_COMPACT if compact else 0, ctypes.byref(out)))
+        return _lib.take_bytes(out)
+
+    def state_dict(self):
+        """A checkpoint after the last batch next() returned (a JSON-able
+        dict); a batch whose hand-off an exception interrupted is not
+        counted."""
+        return json.loads(self._state_bytes())
 
     def load_state_dict(self, state):
         """Reopens the loader to continue exactly after state."""
+        _check_state(state)
         self.close()
         self._open(state)
 
     def close(self):
         """Closes the loader (idempotent); may end a next() blocked on
         another thread. Batches not yet released stay valid."""
-        h, self._h = self._h, None
-        if h is not None and _lib.loaded_here():
-            _lib.check(_lib.lib().pf_close(h))
+        h = self._h
+        if h is None:
+            return
+        if _lib.loaded_here():
+            # Each step before it is marked done: an exception (a signal)
+            # between leaves it to the next close(), never undone.
+            slot = self._slot
+            if slot.value:  # pending: never the caller's
+                _lib.check(_lib.lib().pf_batch_release(_lib.PFBatch.from_address(slot.value).handle))
+                slot.value = None
+            rc = _lib.lib().pf_close(h)
+            if rc != -7:  # closed already
+                _lib.check(rc)
+        self._h = None
 
     def __enter__(self):
         return self
@@ -393,3 +492,68 @@ class Loader:
             self.close()
         except Exception:
             pass
+
+    def __copy__(self):
+        raise TypeError("pagefeed.Loader cannot be copied: open another one, or resume one from state_dict()")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("pagefeed.Loader cannot be pickled: pickle its state_dict() and resume from it")
+
+
+def _paths(paths):
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    elif not hasattr(paths, "__iter__"):
+        raise ConfigError("pagefeed: paths=%r: want a path or a list of paths" % (paths,))
+    out = []
+    for i, p in enumerate(paths):
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            raise ConfigError("pagefeed: paths[%d]=%r: want a path (str or os.PathLike)" % (i, p))
+        p = os.fsdecode(p)
+        if "\x00" in p:
+            raise ConfigError("pagefeed: paths[%d]=%r: a path holds no NUL byte" % (i, p))
+        out.append(p)
+    if not out:
+        raise ConfigError("pagefeed: paths: want at least one path")
+    return out
+
+
+_U64 = (1 << 64) - 1
+_I32 = (-(1 << 31), (1 << 31) - 1)
+# The type of every config key the package knows, and the range of the
+# integers that JSON and ctypes would otherwise read another way (the
+# library checks the ranges of the others, and the names, and says which
+# key is wrong).
+_KEYS = {
+    "seed": (0, _U64), "epoch": (0, _U64), "eos": _I32, "pad": _I32,
+    "world": (1, _lib.MAX_WORLD), "batch_pages": None, "batch_rows": None, "buffer_rows": None,
+    "prefetch": None, "epochs": None, "rank": None, "local_rank": None, "seq_len": None,
+    "memory_limit": None, "iodepth": None,
+    "shuffle": str, "fetch": str, "output": str, "tokens_dtype": str,
+    "position_ids": bool, "cu_seqlens": bool, "loss_mask": bool, "skip_bad_pages": bool, "drop_last": bool,
+    "pad_last": bool, "keep_uneven": bool, "deterministic": bool, "truncate": bool,
+}
+
+
+def _check_key(k, v):
+    """v checked for config key k (see _KEYS); unknown keys pass through to
+    the library, which refuses them."""
+    t = _KEYS.get(k, _KEYS)
+    if t is _KEYS:
+        if k == "resume":
+            _check_state(v)
+        return v
+    if t is bool:
+        return check_bool(k, v)
+    if t is str:  # the library names the choices
+        return check_str(k, v)
+    lo, hi = t or errors.INT64
+    return check_int(k, v, lo, hi)
+
+
+def _check_state(state):
+    if not isinstance(state, dict):
+        raise StateError("pagefeed: state=%r: want a dict that state_dict() returned" % (state,))

@@ -88,12 +88,16 @@ class PFBatch(ctypes.Structure):
     ]
 
 
-OK, EOF = 0, 1
+OK, EOF, TIMEOUT = 0, 1, 2
+STATE_COMPACT = 1  # pf_state's PF_STATE_COMPACT
+# The most ranks one job may have (the C ABI's limit, DataLoader workers
+# counted as ranks).
+MAX_WORLD = 1 << 20
 # The PF_ABI_VERSION of the pagefeed.h that PFBatch mirrors (the library
 # defines it there only and returns it from pf_abi_version); a library of
 # another version is refused at load. tests/test_install.py checks that
 # this and PFBatch's fields match capi/pagefeed.h.
-ABI = 3
+ABI = 4
 
 
 def library_path():
@@ -132,14 +136,19 @@ def lib():
                 ("pf_version", ctypes.c_char_p, []),
                 ("pf_abi_version", c_int, []),
                 ("pf_last_error", ctypes.c_char_p, []),
+                ("pf_last_errno", c_int, []),
                 ("pf_open", c_int, [ctypes.c_char_p, ctypes.c_size_t, pi64]),
-                ("pf_next", c_int, [i64, ctypes.POINTER(ctypes.POINTER(PFBatch))]),
+                # out: a void* slot, so that the caller can clear it without a call
+                ("pf_next", c_int, [i64, pp_char]),
+                ("pf_next_wait", c_int, [i64, i64, pp_char]),
+                ("pf_unread", c_int, [i64, i64]),
                 ("pf_batch_release", c_int, [i64]),
                 ("pf_batch_export", c_int, [i64, i64, i64, ctypes.POINTER(ArrowArray), ctypes.POINTER(ArrowSchema)]),
-                ("pf_state", c_int, [i64, pp_char]),
+                ("pf_state", c_int, [i64, c_int, pp_char]),
                 ("pf_reshard", c_int, [ctypes.c_char_p, i64, pp_char]),
                 ("pf_free", None, [ctypes.c_void_p]),
                 ("pf_len", c_int, [i64, pi64]),
+                ("pf_epoch_len", c_int, [i64, i64, pi64]),
                 ("pf_close", c_int, [i64]),
             ]:
                 f = getattr(l, name)
@@ -158,20 +167,33 @@ def check(rc):
     if rc >= 0:
         return rc
     msg = _lib.pf_last_error().decode("utf-8", "replace") or "pagefeed: error %d" % rc
-    raise errors.from_status(rc, msg)
+    raise errors.from_status(rc, msg, _lib.pf_last_errno())
 
 
-def take_string(p):
-    """A C string returned by the library, decoded and freed."""
+def take_bytes(p):
+    """A C string returned by the library, copied and freed."""
     try:
-        return ctypes.string_at(p.value).decode("utf-8")
+        return ctypes.string_at(p.value)
     finally:
         _lib.pf_free(p)
 
 
+def take_string(p):
+    """A C string returned by the library, decoded and freed."""
+    return take_bytes(p).decode("utf-8")
+
+
 def reshard(states, new_world):
     """See pagefeed.reshard."""
+    new_world = errors.check_int("new_world", new_world, 1, MAX_WORLD)
+    if isinstance(states, (dict, str, bytes)) or not hasattr(states, "__iter__"):
+        raise errors.StateError("pagefeed: reshard(states, ...): want a list of every rank's state_dict(), got %s"
+                                % type(states).__name__)
+    states = list(states)
+    for i, s in enumerate(states):
+        if not isinstance(s, dict):
+            raise errors.StateError("pagefeed: reshard: states[%d] is %s, want a state_dict() (a dict)" % (i, type(s).__name__))
     l = lib()
     out = ctypes.c_void_p()
-    check(l.pf_reshard(json.dumps(list(states)).encode(), int(new_world), ctypes.byref(out)))
+    check(l.pf_reshard(errors.dumps(states, "states"), new_world, ctypes.byref(out)))
     return json.loads(take_string(out))

@@ -1,8 +1,13 @@
-"""One rank of the torchrun test: reads its shard through
-DataLoader(PagefeedDataset) twice (the default, which evens out steps
-over the ranks, with a collective every step; then keep_uneven, every
-row), all-gathers row ids and step counts over gloo, and rank 0 writes
-them to OUT/result.json."""
+"""One rank of the torchrun tests: reads its shard through
+DataLoader(PagefeedDataset) with a collective every step (as a training
+step's all-reduce: unequal steps would hang there), all-gathers row ids,
+step counts and len(ds), and rank 0 writes them to OUT/result.json.
+
+usage: dist_worker.py PATHS OUT MODE
+  MODE "default": num_workers=0, the default (equal steps), then
+        keep_uneven (every row);
+  MODE "workers": pagefeed.torch.DataLoader with num_workers=2, the default.
+"""
 
 import json
 import os
@@ -12,24 +17,30 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 
+import pagefeed.torch
 from pagefeed.torch import PagefeedDataset
 
-paths, out = sys.argv[1], sys.argv[2]
+paths, out, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 dist.init_process_group("gloo", timeout=timedelta(seconds=60))
 
 
-def epoch(step_collective, **kw):
-    ds = PagefeedDataset(paths, columns=["id"], batch_rows=50, seed=11, **kw)
+def epoch(step_collective, workers=0, columns=("id",), **kw):
+    ds = PagefeedDataset(paths, columns=columns, batch_rows=50, seed=11, **kw)
+    dl = pagefeed.torch.DataLoader(ds, batch_size=None, num_workers=workers)
+    n = len(ds)  # before the workers fork (a child process answers it)
     ids, steps = [], 0
-    for item in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0):
+    for item in dl:
         ids.extend(item["id"].tolist())
         steps += 1
         if step_collective:
-            dist.barrier()  # as a training step's all-reduce: unequal steps would hang here
-    return {"rank": dist.get_rank(), "ids": ids, "steps": steps, "len": len(ds)}
+            dist.barrier()
+    return {"rank": dist.get_rank(), "ids": ids, "steps": steps, "len": n}
 
 
-res = {"even": epoch(True), "all": epoch(False, keep_uneven=True)}
+if mode == "workers":
+    res = {"workers": epoch(True, workers=2)}
+else:
+    res = {"even": epoch(True), "all": epoch(False, keep_uneven=True)}
 gathered = [None] * dist.get_world_size()
 dist.all_gather_object(gathered, res)
 if dist.get_rank() == 0:

@@ -252,7 +252,7 @@ def test_errors(corpus, corpus_zstd, tmp_path, case):
         with pytest.raises(MemoryError, match="memory"):
             pagefeed.Loader(corpus, columns=["id"], memory_limit=4096)
     elif case == "rank":
-        with pytest.raises(pagefeed.ConfigError, match="rank 3 of world 2"):
+        with pytest.raises(pagefeed.ConfigError, match=r"rank 3: want 0..1 \(of world 2\)"):
             pagefeed.Loader(corpus, columns=["id"], rank=3, world=2)
 
 

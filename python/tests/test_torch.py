@@ -216,45 +216,78 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_torchrun_two_nodes(corpus, tmp_path):
+def torchrun(corpus, out, mode):
     """Two launchers of two processes each on 127.0.0.1 (c10d rendezvous,
-    gloo): every row once over the four ranks."""
+    gloo) running dist_worker.py: its gathered result."""
     port = free_port()
     env = dict(os.environ, PYTHONPATH=PYDIR, OMP_NUM_THREADS="1")
     procs = []
     for node in range(2):
-        logs = tmp_path / ("logs%d" % node)
+        logs = out / ("logs%d" % node)
         # --redirects/--tee/--log_dir: Debian's torch 1.13 under Python 3.11
         # fails at its default --redirects 0 (IntFlag's zero member).
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=2",
                "--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:%d" % port, "--rdzv_id=pagefeed-test",
                "--max_restarts=0", "--redirects", "2", "--tee", "2", "--log_dir", str(logs),
-               os.path.join(HERE, "dist_worker.py"), corpus, str(tmp_path)]
+               os.path.join(HERE, "dist_worker.py"), corpus, str(out), mode]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True, start_new_session=True))
     outs = []
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 240
         for p in procs:
-            out, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
-            outs.append(out)
+            o, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
+            outs.append(o)
     finally:
         for p in procs:
             if p.poll() is None:
                 os.killpg(p.pid, 9)  # the launcher and its workers
                 p.wait()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-4000:]
-    with open(tmp_path / "result.json") as f:
-        res = json.load(f)
+    for p, o in zip(procs, outs):
+        assert p.returncode == 0, o[-4000:]
+    with open(out / "result.json") as f:
+        return json.load(f)
+
+
+def test_torchrun_two_nodes(corpus, tmp_path):
+    """Every row once over the four ranks (keep_uneven); by default equal
+    steps that len() said before the first batch."""
+    res = torchrun(corpus, tmp_path, "default")
     even, every = [r["even"] for r in res], [r["all"] for r in res]
     assert sorted(r["rank"] for r in even) == [0, 1, 2, 3]
     # keep_uneven: every row once over the four ranks
     ids = sum((r["ids"] for r in every), [])
     assert len(ids) == len(set(ids)) == ROWS and sorted(ids) == list(range(ROWS))
     # the default: every rank the same number of full steps, as len() said
-    # before the first batch, all of them full; nothing repeats (what is left
-    # out is the loader's drop_last share, large here: 6 pages over 4 ranks)
+    # before the first batch, all of them full; nothing repeats
     assert len({r["steps"] for r in even}) == 1 and all(r["steps"] == r["len"] > 0 for r in even), even
     ids = sum((r["ids"] for r in even), [])
     assert len(ids) == len(set(ids)) == 4 * 50 * even[0]["steps"] and set(ids) <= set(range(ROWS))
+
+
+@pytest.fixture(scope="module")
+def torchrun_workers(corpus, tmp_path_factory):
+    """The four ranks of two launchers, each with 2 DataLoader workers."""
+    return [r["workers"] for r in torchrun(corpus, tmp_path_factory.mktemp("torchrun_workers"), "workers")]
+
+
+def test_torchrun_workers_equal_steps(torchrun_workers):
+    """With DataLoader workers under torchrun: every rank takes the steps
+    len(ds) said (the sum over its worker shards), the same on every rank,
+    and no row comes twice."""
+    res = torchrun_workers
+    assert sorted(r["rank"] for r in res) == [0, 1, 2, 3]
+    assert len({r["steps"] for r in res}) == 1 and all(r["steps"] == r["len"] for r in res), \
+        [(r["steps"], r["len"]) for r in res]
+    ids = sum((r["ids"] for r in res), [])
+    assert len(ids) == len(set(ids)) and set(ids) <= set(range(ROWS))
+
+
+@pytest.mark.xfail(strict=True, reason="equal steps over world x workers shards drop whole pages per shard "
+                   "(the epoch plan that shares rows between ranks is not on this branch)")
+def test_torchrun_workers_lose_little(torchrun_workers):
+    """Equal steps over 4 ranks x 2 workers leave out fewer than
+    world x workers x batch_rows rows (here the id column's pages hold
+    1,000 rows each: fewer pages than shards)."""
+    ids = sum((r["ids"] for r in torchrun_workers), [])
+    assert len(ids) >= ROWS - 4 * 2 * 50, "%d of %d rows delivered" % (len(ids), ROWS)
