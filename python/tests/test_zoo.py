@@ -34,10 +34,8 @@ COLUMNS = {"tokens": ["id", "input_ids", "text", "score"], "images": ["id", "ima
 # name -> (reason, exception): cases that fail today (the Go zoo tests
 # keep the same to-do list). strict: a case that passes fails the run.
 XFAIL = {
-    "parquetjs-v1-list": ("an offset index whose pages all start at row 0 is trusted, not ignored",
-                          pagefeed.CorruptPageError),
     "hyparquet-images": ("sizing: 1 MB pages of images refused at the default memory limit", MemoryError),
-    "mix-tokens": ("list.item and list.element leaves are not one logical column", pagefeed.ConfigError),
+    "mix-tokens": ("sizing: polars' 1 MB pages refused at the default memory limit", MemoryError),
 }
 
 
