@@ -462,7 +462,7 @@ func TestWriterTraits(t *testing.T) {
 // small tokens file per writer, each read whole by arrow-go, and the fuzz
 // corpus of the loader holds each of them.
 func TestSeedsAreTinyZooFiles(t *testing.T) {
-	paths, err := filepath.Glob(filepath.Join("testdata", "seeds", "*.parquet"))
+	paths, err := Seeds()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,4 +512,35 @@ func readTable(t *testing.T, path string) arrow.Table {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return tbl
+}
+
+// TestBadCopies: the cut copies are prefixes of the sizes named, each
+// flipped copy differs from the file in one bit outside its magic bytes.
+func TestBadCopies(t *testing.T) {
+	b := make([]byte, 100)
+	copies := BadCopies(b, 5, 1)
+	if len(copies) != 12 {
+		t.Fatalf("%d copies, want 7 cuts and 5 flips", len(copies))
+	}
+	for name, c := range copies {
+		var n int
+		if _, err := fmt.Sscanf(name, "cut%d", &n); err == nil {
+			if len(c) != n {
+				t.Errorf("%s: %d bytes", name, len(c))
+			}
+			continue
+		}
+		diff := 0
+		for i := range c {
+			if c[i] != b[i] {
+				diff++
+				if i < 4 || i >= len(b)-8 || c[i]&(c[i]-1) != 0 {
+					t.Errorf("%s: byte %d is %#x", name, i, c[i])
+				}
+			}
+		}
+		if diff != 1 || len(c) != len(b) {
+			t.Errorf("%s: %d bytes differ, %d long", name, diff, len(c))
+		}
+	}
 }
