@@ -50,8 +50,9 @@
 // under a file lock, so test binaries running at once share one build. The
 // directory holds plan.json (the fixtures, as Fixture's JSON), the Parquet
 // files and, for each, <name>.ref.jsonl: one JSON object per row in id
-// order with DuckDB's reading (node/ref.mjs documents the form). Nothing of
-// it is committed.
+// order with DuckDB's reading (node/ref.mjs documents the form), about
+// 180 MB in all. Nothing of it is committed. A build removes the zoos of
+// other sources that no test has loaded for a week.
 package zoo
 
 import (
@@ -213,6 +214,7 @@ func Build(ctx context.Context, logf func(string, ...any)) (*Zoo, error) {
 // that could not lock.
 func build(ctx context.Context, dir string, logf func(string, ...any), fill func(context.Context, string) error) (*Zoo, error) {
 	if z, err := load(dir); err == nil {
+		used(dir)
 		return z, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -227,6 +229,7 @@ func build(ctx context.Context, dir string, logf func(string, ...any), fill func
 	if z, err := load(dir); err == nil {
 		return z, nil
 	}
+	prune(filepath.Dir(dir), filepath.Base(dir), time.Now().Add(-pruneAge), logf)
 	logf("writing the writer zoo into %s (once per machine; minutes)", dir)
 	start := time.Now()
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
@@ -246,6 +249,47 @@ func build(ctx context.Context, dir string, logf func(string, ...any), fill func
 	}
 	logf("zoo written in %s", time.Since(start).Round(time.Second))
 	return load(dir)
+}
+
+// pruneAge is how long a zoo of other sources is kept unused: a build
+// removes the others that no test has loaded for as long.
+const pruneAge = 7 * 24 * time.Hour
+
+// used marks the zoo in dir as loaded now (its plan.json's mtime), for
+// prune.
+func used(dir string) {
+	now := time.Now()
+	os.Chtimes(filepath.Join(dir, "plan.json"), now, now) // best effort: an unmarked zoo is only pruned sooner
+}
+
+// prune removes, from the cache root, the zoos other than keep (written
+// by other sources: a script or the lock file changed) that no test has
+// loaded since before, and temporary directories of builds begun before
+// then that never finished.
+func prune(root, keep string, before time.Time, logf func(string, ...any)) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		key, _, tmp := strings.Cut(name, ".tmp-")
+		if !e.IsDir() || key == keep && !tmp || len(key) != 16 || strings.Trim(key, "0123456789abcdef") != "" {
+			continue
+		}
+		stamp := filepath.Join(root, name, "plan.json")
+		if tmp {
+			stamp = filepath.Join(root, name)
+		}
+		if fi, err := os.Stat(stamp); err == nil && fi.ModTime().After(before) {
+			continue
+		}
+		logf("removing %s: a zoo of other sources, unused since %s", filepath.Join(root, name), before.Format(time.DateOnly))
+		os.RemoveAll(filepath.Join(root, name))
+		if !tmp {
+			os.Remove(filepath.Join(root, name+".lock"))
+		}
+	}
 }
 
 // prepare returns the node project's directory once node is known to be

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -542,5 +543,47 @@ func TestBadCopies(t *testing.T) {
 		if diff != 1 || len(c) != len(b) {
 			t.Errorf("%s: %d bytes differ, %d long", name, diff, len(c))
 		}
+	}
+}
+
+// TestPruneOldZoos: a build removes zoos of other sources unused for
+// pruneAge and stale temporary directories, and nothing else.
+func TestPruneOldZoos(t *testing.T) {
+	root := t.TempDir()
+	old := time.Now().Add(-pruneAge - time.Hour)
+	mk := func(name string, plan bool, mtime time.Time) {
+		t.Helper()
+		d := filepath.Join(root, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stamp := d
+		if plan {
+			stamp = filepath.Join(d, "plan.json")
+			if err := os.WriteFile(stamp, []byte("[]"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(d+".lock", nil, 0o644)
+		}
+		if err := os.Chtimes(stamp, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keep, stale, fresh := "0123456789abcdef", "fedcba9876543210", "00000000000000aa"
+	mk(keep, true, old)
+	mk(stale, true, old)
+	mk(fresh, true, time.Now())
+	mk(stale+".tmp-123", false, old)
+	mk(fresh+".tmp-456", false, time.Now())
+	mk("not-a-zoo", false, old)
+	prune(root, keep, time.Now().Add(-pruneAge), t.Logf)
+	var left []string
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{fresh, fresh + ".lock", fresh + ".tmp-456", keep, keep + ".lock", "not-a-zoo"}
+	if strings.Join(left, " ") != strings.Join(want, " ") {
+		t.Fatalf("left %v, want %v", left, want)
 	}
 }
