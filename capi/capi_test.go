@@ -57,6 +57,13 @@ func TestParseConfig(t *testing.T) {
 	if err != nil || c.EOS != 0 || !c.ExplicitEOS || c.Pad != 7 || !c.ExplicitPad || !c.KeepUneven {
 		t.Fatalf("parsed %+v, %v", c, err)
 	}
+	// buffer_rows left out is the loader's default buffer (rinas 0), 0
+	// given is none (rinas -1), a count is that count.
+	for in, want := range map[string]int{`{"paths":["a"]}`: 0, `{"paths":["a"],"buffer_rows":0}`: -1, `{"paths":["a"],"buffer_rows":300}`: 300} {
+		if c, _, err := parseConfig([]byte(in)); err != nil || c.BufferRows != want {
+			t.Errorf("%s: BufferRows %d, %v; want %d", in, c.BufferRows, err, want)
+		}
+	}
 }
 
 func TestStatus(t *testing.T) {

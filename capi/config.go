@@ -96,7 +96,7 @@ func checkRanges(j *jsonConfig) error {
 	for _, r := range []rng{
 		{"batch_pages", opt(j.BatchPages), 1, 1 << 16, dflt},
 		{"batch_rows", val(j.BatchRows), 0, maxBatchRows, " (0: one batch per batch_pages pages)"},
-		{"buffer_rows", opt(j.BufferRows), 0, maxRows, " (0: no shuffle buffer)"},
+		{"buffer_rows", opt(j.BufferRows), 0, maxRows, " (0: no shuffle buffer; leave the key out for the default)"},
 		{"prefetch", val(j.Prefetch), 0, 1 << 16, " (0: chosen at open)"},
 		{"epochs", opt(j.Epochs), 1, maxEpochs, dflt},
 		{"world", &world, 0, maxWorld, " (0: from $WORLD_SIZE)"},
@@ -219,6 +219,11 @@ func toConfig(j *jsonConfig) (rinas.Config, error) {
 	}
 	set(&c.BatchPages, j.BatchPages)
 	set(&c.BufferRows, j.BufferRows)
+	if j.BufferRows != nil && *j.BufferRows == 0 {
+		// 0 given means no buffer, which rinas spells -1 (its 0 is the
+		// default buffer, what leaving the key out asks for).
+		c.BufferRows = -1
+	}
 	set(&c.Epochs, j.Epochs)
 	set(&c.SeqLen, j.SeqLen)
 	if j.MemoryLimit != nil {

@@ -131,7 +131,24 @@ type Config struct {
 	BatchRows int
 	// BufferRows is YOUMU's shuffle buffer (Algorithm 2), in rows: arriving
 	// rows are inserted at random places and random rows leave once it is
-	// full. 0 turns it off, except in stream mode (default 8192 there).
+	// full, so a batch mixes the rows of every page the buffer spans. It
+	// applies to row batches (BatchRows > 0; tokens output). Negative
+	// turns it off. 0 picks it at Open: in page shuffle with row batches,
+	// the rows of 256 pages of the lead column's mean row count, at most
+	// the dataset's rows, within 1/4 of MemoryLimit and half of what the
+	// read slots, decoded window, token buffers and side cache leave; 8192
+	// in stream mode; off otherwise (row and row-group shuffles mix rows
+	// themselves; page batches are BatchPages whole pages in random
+	// order). Without it a row batch of page shuffle is consecutive rows
+	// of one or two pages, which trains far worse on data stored in any
+	// order (by source, date, length, topic). The cost: a buffered row
+	// keeps its page decoded until the page's last row leaves (a buffer of
+	// W pages' rows keeps about W·ln(rows per page) pages alive, and the
+	// default is counted so against MemoryLimit), each row is moved twice
+	// more, and a batch gathers its rows from many pages instead of one.
+	// Loader.BufferRows says which. The default depends on the dataset
+	// and the Config only, unless memory binds it, so a State resumes
+	// into the same buffer.
 	BufferRows int
 	Fetch      Fetch
 	// CoalesceBytes merges the reads of pages of one column chunk that a
@@ -310,9 +327,6 @@ func (c *Config) fill() error {
 	}
 	if c.BatchRows < 0 {
 		return fmt.Errorf("%w: batch of %d rows", ErrConfig, c.BatchRows)
-	}
-	if c.BufferRows < 0 {
-		return fmt.Errorf("%w: buffer of %d rows", ErrConfig, c.BufferRows)
 	}
 	if c.Shuffle == ShuffleStream && c.BufferRows == 0 {
 		c.BufferRows = 8192

@@ -412,7 +412,9 @@ func (l *Loader) summarize() (indexSummary, error) {
 		sideMean:  l.sideMean,
 		maxRun:    l.maxRun,
 		procs:     runtime.GOMAXPROCS(0),
+		rows:      l.ix.NumRows(),
 	}
+	s.rowsPerPage = float64(s.rows) / float64(max(l.ix.NumPages(l.lead), 1))
 	for _, k := range l.proj {
 		for g := 0; g < l.ix.NumPages(k); g++ {
 			s.maxPage = max(s.maxPage, int(l.ix.Locate(k, g).Size))
@@ -474,6 +476,7 @@ func (l *Loader) openEngine() error {
 		return err
 	}
 	l.cfg.Prefetch = z.prefetch
+	l.cfg.BufferRows = z.bufferRows
 	l.coalesce = z.coalesce
 	opts := z.engine
 	if len(opts.CPUSets) > 0 {

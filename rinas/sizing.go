@@ -44,6 +44,10 @@ type indexSummary struct {
 	// cpus is the pinning plan's CPU set for this rank (nil: not pinned
 	// or Engine.CPUSets given).
 	cpus []int
+	// rows is the dataset's rows, rowsPerPage their mean per lead page
+	// (the default shuffle buffer's size: bufsize.go).
+	rows        int64
+	rowsPerPage float64
 }
 
 // sizing is everything Open allocates, as planSizing decides it.
@@ -79,6 +83,9 @@ type sizing struct {
 	// directSpan is the synchronous reader's buffer (ordered fetch; 0
 	// unordered).
 	directSpan int
+	// bufferRows is the shuffle buffer's capacity (Config.BufferRows
+	// resolved: defaultBufferRows).
+	bufferRows int
 	mem        memBreakdown
 }
 
@@ -88,12 +95,13 @@ type memBreakdown struct {
 	decoded  int64 // decoded pages of the window (unordered fetch)
 	tokens   int64 // token buffers (tokens output)
 	side     int64 // the side cache (Config.SideCacheBytes, several columns)
+	buffer   int64 // the default shuffle buffer (Config.BufferRows 0), sized within what the rest leave
 	dictLeft int64 // what the limit leaves: half the dictionary cache, half the decoders' dictionaries
 	limit    int64
 }
 
 // need is what the parts sized up front take.
-func (m memBreakdown) need() int64 { return m.slots + m.decoded + m.tokens + m.side }
+func (m memBreakdown) need() int64 { return m.slots + m.decoded + m.tokens + m.side + m.buffer }
 
 // dictCache is the dictionary cache's byte bound.
 func (m memBreakdown) dictCache() int64 { return m.dictLeft / 2 }
@@ -216,6 +224,7 @@ func (z *sizing) planMemory(cfg Config, s indexSummary, decoded int) error {
 		return fmt.Errorf("%w: %d MiB of read slots (%d workers × %d slots × %d bytes for batches of %d pages with prefetch %d), %d MiB of decoded pages (%d bytes each), %d MiB of token buffers and %d MiB of side cache, limit %d MiB, which leaves nothing for the dictionary cache",
 			ErrMemory, m.slots>>20, opts.Workers, opts.SlotsPerWorker, opts.SlotSize, cfg.BatchPages, z.prefetch, m.decoded>>20, decoded, m.tokens>>20, m.side>>20, m.limit>>20)
 	}
+	z.bufferRows, m.buffer = planBuffer(cfg, s, decoded, m.need())
 	// What the limit leaves goes to dictionaries: half to the cache, half
 	// to the decoders' column readers, which keep the dictionaries they
 	// decoded alive (shared out per decoder and the two synchronous

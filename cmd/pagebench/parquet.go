@@ -63,7 +63,7 @@ func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
 	p.fetch = fs.String("fetch", "unordered", "unordered|ordered")
 	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per batch (0: page batches)")
-	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows")
+	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows (0: the loader's default, 256 pages' rows with --rows and page shuffle; -1: off)")
 	fs.IntVar(&cfg.IODepth, "iodepth", 256, "reads in flight in all, as fio's iodepth (split over the workers)")
 	fs.IntVar(&cfg.Prefetch, "prefetch", 0, "batches read ahead (default: 2, or 832 pages for compressed columns, at most 128 MiB decoded)")
 	fs.IntVar(&cfg.Workers, "workers", 0, "engine workers (default GOMAXPROCS, half of it for uncompressed columns)")

@@ -290,7 +290,8 @@ class Loader:
     library's default: shuffle page|row|rowgroup|stream|none (page), fetch
     unordered|ordered (unordered), batch_pages (pages read together; one
     batch each unless batch_rows > 0; 64), batch_rows (0), buffer_rows
-    (shuffle buffer, 0: off; stream's default 8192), output arrow|tokens
+    (shuffle buffer, 0: off; the loader's default: the rows of 256 pages
+    for row batches of page shuffle, 8192 for stream), output arrow|tokens
     (arrow; tokens then takes seq_len (2048), eos, pad, tokens_dtype "int32"
     or "int64", and position_ids, cu_seqlens, loss_mask: whether batches
     carry those arrays, see Batch), seed (0), epochs (1), rank and world
