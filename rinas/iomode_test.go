@@ -322,7 +322,6 @@ func containsAll(have []string, want ...string) bool {
 	return true
 }
 
-
 // TestIOModeJSON: a JSON config names the mode (as the C ABI's "io_mode"
 // key does); an unknown name is an error.
 func TestIOModeJSON(t *testing.T) {
