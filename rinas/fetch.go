@@ -284,7 +284,7 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 		// Spread units over the workers explicitly: decoding runs on
 		// the worker that reaps, and the engine would otherwise fill
 		// one worker's slots before touching the next.
-		w := l.nextWorker(i)
+		w := l.nextWorker()
 		reqs = l.unitRequests(reqs, u, f, fb.id, i, w)
 	}
 	if len(reqs) > 0 {
@@ -293,12 +293,19 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 	return nil
 }
 
-// nextWorker picks the worker for unit i of a batch.
-func (l *Loader) nextWorker(i int) int {
+// nextWorker deals the next unit that reads to a worker, in turn across
+// fetch batches (the producer's own counter): any run of n consecutive
+// units, and so the window in flight, gives a worker at most ceil(n/w)
+// of them, which is what the sizing gives each worker slots for (all of
+// a unit's requests go to its worker). Dealing by the unit's index in
+// its batch instead put every unit of one-unit batches on worker 0.
+func (l *Loader) nextWorker() int {
 	if l.workers <= 1 {
 		return 0
 	}
-	return i % l.workers
+	w := l.dealt % l.workers
+	l.dealt++
+	return w
 }
 
 // onPage runs on an engine worker for every page read that lands.

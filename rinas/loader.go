@@ -109,6 +109,7 @@ type Loader struct {
 	epochs    epochCache  // the epochs' orders and sums computed so far
 
 	workers int
+	dealt   int   // units dealt to workers so far (nextWorker; the producer's)
 	cpus    []int // the workers' CPU set, when pinned
 	planned int64 // the bytes Open sized (PlannedBytes)
 	// leadRatio is the lead column's sampled decoded bytes over stored

@@ -406,15 +406,18 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 	z.fetchBatches = prefetch + 1
 	// Slots hold requests, a coalesced run in one: a row group of
 	// thousands of small pages needs far fewer slots than pages.
-	z.inflight = bp * z.unitReqs * z.fetchBatches
+	units := bp * z.fetchBatches // in flight at most
+	z.inflight = units * z.unitReqs
 	z.directSpan = 0
 	if cfg.Fetch == Ordered {
-		z.inflight = z.unitReqs
+		units, z.inflight = 1, z.unitReqs
 		z.fetchBatches = int(min(2, runBatches(s, cfg, bp)))
 		z.directSpan = s.orderedSpan
 	}
 	if cfg.Engine.Workers == 0 {
-		opts.Workers = fewWorkers(opts.Workers, z.inflight)
+		// A unit's reads all go to one worker (it decodes them), so
+		// workers beyond the units in flight would only hold slots.
+		opts.Workers = fewWorkers(opts.Workers, units)
 	}
 	w := max(opts.Workers, 1)
 	if opts.QueueDepth == 0 && cfg.IODepth > 0 {
@@ -424,10 +427,13 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 		opts.QueueDepth = min(256, max(1, (z.inflight+w-1)/w))
 	}
 	if opts.SlotsPerWorker == 0 {
-		// Enough slots for the whole window (units are spread over the
-		// workers evenly) plus a dictionary's, so units parked for a
-		// dictionary never starve the dictionary's read.
-		opts.SlotsPerWorker = (z.inflight + w - 1) / w
+		// Enough slots for the whole window plus a dictionary's, so
+		// units parked for a dictionary never starve the dictionary's
+		// read. All of a unit's requests go to one worker, dealt in
+		// turn (nextWorker), so a worker holds ceil(units/w) units'
+		// requests at most; fewer slots than that would block the
+		// producer on a read only its own later submission can free.
+		opts.SlotsPerWorker = (units + w - 1) / w * z.unitReqs
 		if s.maxDict > 0 {
 			opts.SlotsPerWorker++
 		}

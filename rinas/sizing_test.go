@@ -100,9 +100,10 @@ func TestPlanSizing(t *testing.T) {
 			name: "row-group units",
 			edit: func(c *Config) { c.Shuffle, c.BatchPages = ShuffleRowGroup, 1 },
 			sum:  indexSummary{maxPage: 64 << 10, unitMax: 16, maxRun: 1 << 20, procs: procs, units: units},
-			want: want{slotSize: 512<<10 + 8192, workers: 4, depth: 12, slotsPerWorker: 12,
-				prefetch: 2, coalesce: 512 << 10, unitReads: 16, inflight: 48, fetchBatches: 3, decoders: 4,
-				slots: (512<<10 + 8192) * 12 * 4, decoded: 64 << 10 * 16 * 3},
+			// Three units in flight (one a batch), one a worker.
+			want: want{slotSize: 512<<10 + 8192, workers: 3, depth: 16, slotsPerWorker: 16,
+				prefetch: 2, coalesce: 512 << 10, unitReads: 16, inflight: 48, fetchBatches: 3, decoders: 3,
+				slots: (512<<10 + 8192) * 16 * 3, decoded: 64 << 10 * 16 * 3},
 		},
 		{
 			// Row groups of 3283 pages of 8 KiB read as 206 coalesced
@@ -111,17 +112,17 @@ func TestPlanSizing(t *testing.T) {
 			name: "row-group units of many small pages",
 			edit: func(c *Config) { c.Shuffle, c.BatchPages = ShuffleRowGroup, 1 },
 			sum:  indexSummary{maxPage: 8 << 10, unitMax: 3283, unitReqs: 206, maxRun: 27 << 20, procs: procs, units: units},
-			want: want{slotSize: 64<<10 + 8192, workers: 4, depth: 155, slotsPerWorker: 155,
-				prefetch: 2, coalesce: 64 << 10, unitReads: 3283, inflight: 618, fetchBatches: 3, decoders: 4,
-				slots: (64<<10 + 8192) * 155 * 4, decoded: 8 << 10 * 3283 * 3},
+			want: want{slotSize: 64<<10 + 8192, workers: 3, depth: 206, slotsPerWorker: 206,
+				prefetch: 2, coalesce: 64 << 10, unitReads: 3283, inflight: 618, fetchBatches: 3, decoders: 3,
+				slots: (64<<10 + 8192) * 206 * 3, decoded: 8 << 10 * 3283 * 3},
 		},
 		{
 			name: "row-group units without coalescing",
 			edit: func(c *Config) { c.Shuffle, c.BatchPages, c.CoalesceBytes = ShuffleRowGroup, 1, -1 },
 			sum:  indexSummary{maxPage: 64 << 10, unitMax: 16, maxRun: 1 << 20, procs: procs, units: units},
-			want: want{slotSize: 64<<10 + 8192, workers: 4, depth: 12, slotsPerWorker: 12,
-				prefetch: 2, coalesce: 0, unitReads: 16, inflight: 48, fetchBatches: 3, decoders: 4,
-				slots: (64<<10 + 8192) * 12 * 4, decoded: 64 << 10 * 16 * 3},
+			want: want{slotSize: 64<<10 + 8192, workers: 3, depth: 16, slotsPerWorker: 16,
+				prefetch: 2, coalesce: 0, unitReads: 16, inflight: 48, fetchBatches: 3, decoders: 3,
+				slots: (64<<10 + 8192) * 16 * 3, decoded: 64 << 10 * 16 * 3},
 		},
 		{
 			// 8 rows × 2048 tokens: 64 KiB of int32 tokens, 64 KiB of
@@ -469,5 +470,33 @@ func TestPlanSizingFiles(t *testing.T) {
 	}
 	if _, err := planSizing(sizingConfig(t, func(c *Config) { c.BatchPages = 31 }), s); err != nil {
 		t.Fatalf("BatchPages 31: %v", err)
+	}
+}
+
+// TestPlanSizingSlotsHoldEveryUnitsReads: all of a unit's requests go to
+// the worker the unit is dealt to (units in turn within a fetch batch),
+// so each worker's slots must hold the requests of every unit it can be
+// dealt in the window; fewer blocked the producer on its own submission
+// (a one-page-per-chunk file of four columns hung at the defaults).
+func TestPlanSizingSlotsHoldEveryUnitsReads(t *testing.T) {
+	for _, units := range []uint64{1, 2, 3, 5, 64, 1 << 20} {
+		for _, sides := range []int{0, 1, 3, 9} {
+			for _, procs := range []int{1, 2, 3, 16} {
+				for _, unitMax := range []int{1, 2} {
+					s := indexSummary{maxPage: 64 << 10, compressed: true, decodedPage: 256 << 10, unitMax: unitMax,
+						sideReads: sides, procs: procs, units: units}
+					z, err := planSizing(sizingConfig(t, nil), s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w := max(z.engine.Workers, 1)
+					perWorker := (z.batchPages*z.fetchBatches + w - 1) / w * z.unitReqs
+					if z.engine.SlotsPerWorker < perWorker {
+						t.Errorf("units %d, %d side reads, %d procs, unitMax %d: %d workers × %d slots for batches of %d units (%d reads each, %d batches in flight): a worker may hold %d",
+							units, sides, procs, unitMax, w, z.engine.SlotsPerWorker, z.batchPages, z.unitReqs, z.fetchBatches, perWorker)
+					}
+				}
+			}
+		}
 	}
 }
