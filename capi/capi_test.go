@@ -214,13 +214,14 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestReshardJSON(t *testing.T) {
-	s := `{"version":1,"dataset":"d","shuffle":"page","seed":0,"epoch":0,"start":0,"rank":%d,"world":2,"done":3,"rng":1}`
-	out, err := reshardJSON([]byte("["+fmt.Sprintf(s, 0)+","+fmt.Sprintf(s, 1)+"]"), 3)
+	s := `{"version":2,"dataset":"d","shuffle":"page","output":"arrow","seed":0,"epoch":0,"rank":%d,"world":2,` +
+		`"batch_rows":8,"policy":"drop","total":100,"share":[{"lo":%d,"hi":%d}],"done":%d,"rng":1}`
+	out, err := reshardJSON([]byte("["+fmt.Sprintf(s, 0, 0, 48, 16)+","+fmt.Sprintf(s, 1, 48, 96, 64)+"]"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var states []rinas.State
-	if err := json.Unmarshal(out, &states); err != nil || len(states) != 3 || states[2].Rank != 2 || states[0].Start != 6 {
+	if err := json.Unmarshal(out, &states); err != nil || len(states) != 3 || states[2].Rank != 2 || len(states[0].Rest) != 2 || states[0].Rest[0].Lo != 16 {
 		t.Fatalf("%s %v", out, err)
 	}
 	if _, err := reshardJSON([]byte("[{"), 3); status(err) != statusState {

@@ -8,8 +8,8 @@ import (
 	"github.com/pagefeed/pagefeed/index/perm"
 )
 
-// Build an index of one projected column, then read an epoch's pages in
-// shuffled order, as rank 0 of 2.
+// Build an index of one projected column, then read the first half of an
+// epoch's pages in shuffled order.
 func ExampleBuild() {
 	ix, err := index.Build(context.Background(),
 		[]string{"testdata/v1_pageindex_dict.parquet"},
@@ -23,15 +23,15 @@ func ExampleBuild() {
 	fmt.Println(col.Path, col.Type, "(leaf "+col.Descr.Path()+"):", n, "pages,", ix.NumRows(), "rows,", ix.Stats().OffsetIndex, "chunk from its offset index")
 
 	order := perm.New(uint64(n), 42, 0)
-	shard, _ := order.Shard(0, 0, 2)
+	half := (order.Len() + 1) / 2
 	rows := 0
-	for j := uint64(0); j < shard.Len(); j++ {
-		loc := ix.Locate(0, int(shard.At(j)))
+	for pos := uint64(0); pos < half; pos++ {
+		loc := ix.Locate(0, int(order.At(pos)))
 		rows += int(loc.NumRows)
 	}
-	fmt.Println("rank 0 reads", shard.Len(), "pages")
+	fmt.Println("the first half reads", half, "pages")
 	_ = rows
 	// Output:
 	// input_ids list<int32> (leaf input_ids.list.element): 5 pages, 60 rows, 1 chunk from its offset index
-	// rank 0 reads 3 pages
+	// the first half reads 3 pages
 }

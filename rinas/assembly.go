@@ -3,6 +3,8 @@ package rinas
 import (
 	"errors"
 	"slices"
+
+	"github.com/pagefeed/pagefeed/rinas/plan"
 )
 
 // ErrUnread reports an Unread of a batch that the loader cannot take
@@ -27,7 +29,7 @@ var ErrUnread = errors.New("rinas: Unread of a batch that is not the last one Ne
 //
 // batchRecord is what the loader keeps of the batch being cut, and of
 // the one the last Next returned so that Unread can give it back: for
-// page batches its fetch batch and the exclusions before it, for row
+// page batches its fetch batch and the cursor before it, for row
 // batches the rows it took from the queue (still retained, with the token
 // offsets they had before it) and the token offset the head row had
 // before the batch packed part of it. Keeping them costs no copy and no
@@ -35,10 +37,9 @@ var ErrUnread = errors.New("rinas: Unread of a batch that is not the last one Ne
 // when the batch was cut.
 type batchRecord struct {
 	b *Batch
-	// Page batches: the fetch batch, and the exclusions before it (the
-	// done count before it is fb.j0).
-	fb      *fetchBatch
-	exclude []uint64
+	// Page batches: the fetch batch, and the cursor before it.
+	fb     *fetchBatch
+	cursor plan.Cursor
 	// Row batches: the rows cut from the queue's head, in order, as they
 	// were before the batch (tokens: their Tok), each holding its
 	// references. When the batch packed part of the row it left at the
@@ -120,7 +121,7 @@ func (l *Loader) Unread(b *Batch) error {
 		// ahead of everything the producer hands over.
 		r.fb.out.Store(false)
 		l.unread = r.fb
-		l.done, l.exclude = r.fb.j0, r.exclude
+		l.cursor = r.cursor
 	} else {
 		if b.free != nil {
 			b.free() // the token buffer
@@ -130,6 +131,6 @@ func (l *Loader) Unread(b *Batch) error {
 	l.batches--
 	l.stats.Batches--
 	l.stats.Rows -= int64(b.Rows)
-	r.b, r.fb, r.exclude = nil, nil, nil
+	r.b, r.fb, r.cursor = nil, nil, plan.Cursor{}
 	return nil
 }

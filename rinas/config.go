@@ -193,29 +193,40 @@ type Config struct {
 	// number of steps (a rank that stops early leaves the others waiting
 	// in a collective forever). At most one may be set; with none set,
 	// DropLast is the default for World > 1 and KeepUneven for World 1.
+	// World counts every shard that reads the dataset: with DataLoader
+	// workers, ranks × workers.
 	//
-	// DropLast leaves out the epoch's last units that cannot be spread
-	// evenly: page batches give every rank ⌊units/World⌋ units; row
-	// batches (BatchRows) give every rank the same number of full batches,
-	// the most the rank with the fewest rows can fill, and each rank stops
-	// taking in units there (the unit at the cut delivers only the rows
-	// needed). Stats.DroppedRows counts what this rank left out, and Open
-	// logs it.
+	// Ranks share rows, not whole pages: laid end to end in the epoch's
+	// order, the units' rows form a stream, and each rank takes a
+	// contiguous range of it; a unit at a range's boundary is read by both
+	// ranks, each keeping its own rows of it (before any in-memory
+	// shuffle). Every rank computes the whole world's plan from the index.
 	//
-	// PadLast instead repeats units from the start of the epoch's order,
-	// as PyTorch's DistributedSampler pads: page batches give every rank
-	// ⌈units/World⌉ units; row batches give every rank as many full
-	// batches as the rank with the most rows needs. Stats.PaddedRows
-	// counts the repeats.
+	// DropLast gives every rank the same number of full batches:
+	// ⌊rows/(World·BatchRows)⌋ (tokens output: of estimated tokens, of
+	// BatchRows·SeqLen each), and leaves out the rest of the stream, fewer
+	// than World·BatchRows rows; page batches give every rank
+	// ⌊units/World⌋ whole units (fewer than World left out).
+	// Stats.DroppedRows counts this rank's part of what is left out, and
+	// Open logs it. A world that would leave a rank without data — fewer
+	// rows than one batch on every rank (which is also when DropLast would
+	// leave out more than half of them), or fewer units than ranks with
+	// page batches — fails at Open with ErrConfig.
 	//
-	// KeepUneven delivers every unit exactly once with no equalization:
-	// ranks may take different numbers of steps.
+	// PadLast instead repeats the start of the stream, as PyTorch's
+	// DistributedSampler pads: every rank gets as many full batches as
+	// ⌈rows/(World·BatchRows)⌉ (page batches: ⌈units/World⌉ units),
+	// fewer than World·BatchRows rows repeated. Stats.PaddedRows counts the
+	// repeats this rank delivers.
 	//
-	// Equal steps hold for every epoch started from its beginning,
-	// resumed ones included; an epoch resumed from states that Reshard
-	// made for another world is delivered exactly once without them. A
-	// unit dropped by SkipBadPages is not made up for: with row batches
-	// its rank may then take a step less.
+	// KeepUneven delivers every row exactly once, in ranges that differ by
+	// at most one row (one unit with page batches): ranks may take
+	// different numbers of steps, by at most one.
+	//
+	// Equal steps hold for every epoch, resumed ones included, and for the
+	// rest of an epoch that Reshard dealt to another world. A unit
+	// dropped by SkipBadPages is not made up for: with row batches its
+	// rank may then take a step less.
 	DropLast, PadLast, KeepUneven bool
 
 	// Deterministic delivers batches, and the rows within them, in plan

@@ -4,28 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
-	"github.com/pagefeed/pagefeed/index/perm"
+	"github.com/pagefeed/pagefeed/rinas/plan"
 )
 
 // unit is one scheduled piece of an epoch: a page (with its continuation
 // where rows may cross pages), a row, or a row group.
 type unit struct {
 	idx   int    // its index in the fetch batch
-	pos   uint64 // global position in the epoch's order
+	pos   uint64 // position in the epoch's order (at or past its units: a repeat)
 	chunk int
 	first int   // first global page read
 	n     int   // pages read
 	row   int32 // row mode: the row within the page; -1 all
-	// limit is how many of the unit's rows are delivered, -1 all: the
-	// last unit of a share cut for equal steps (Config.DropLast, PadLast).
-	limit int64
+	// x0 and x1 are the unit's piece of the epoch's row stream; a unit
+	// cut at a rank's share boundary (cut) delivers only its rows [lo,
+	// hi), counted in its own order (see plan.Piece).
+	x0, x1 uint64
+	lo, hi int64
+	cut    bool
 	// keep is how many leading pages deliver rows (the rest only complete
 	// the last row); rowgroup units keep all.
 	keep int
@@ -60,10 +62,11 @@ type unit struct {
 // in flight at once and it is handed over when its last unit lands; order
 // lists its units in landing order.
 type fetchBatch struct {
-	id     int
-	epoch  uint64
-	j0     uint64 // shard index of its first unit
-	jEnd   uint64 // shard index after its last
+	id    int
+	epoch uint64
+	// xEnd is where its last unit's piece ends in the epoch's stream: once
+	// every unit is taken in, the share is taken in up to it.
+	xEnd   uint64
 	n      int
 	units  []unit
 	order  []int32
@@ -115,11 +118,11 @@ var identity = func() []int32 {
 	return o
 }()
 
-// arrivals returns the order in which the consumer takes in fb's units:
+// takeOrder returns the order in which the consumer takes in fb's units:
 // their landing order, or with Config.Deterministic their plan order
 // (fb is handed over once every unit has landed, so reads still complete
 // in any order inside the fetch window).
-func (l *Loader) arrivals(fb *fetchBatch) []int32 {
+func (l *Loader) takeOrder(fb *fetchBatch) []int32 {
 	if l.cfg.Deterministic {
 		return identity
 	}
@@ -158,9 +161,10 @@ func splitTag(tag uint64) (fb, u, k int) {
 	return int(tag >> (tagUnitBits + tagPageBits)), int(tag >> tagPageBits & (1<<tagUnitBits - 1)), int(tag & (1<<tagPageBits - 1))
 }
 
-// produce schedules every unit of the loader's epochs, batch by batch. It
-// is the only goroutine that opens files and makes chunks.
-func (l *Loader) produce(epoch uint64, sh perm.Shard, cuts []UnitCut, done uint64, exclude []uint64) {
+// produce schedules every unit of the loader's epochs, batch by batch,
+// walking this rank's share of each epoch (from c's point in the first).
+// It is the only goroutine that opens files and makes chunks.
+func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.Cursor) {
 	defer l.wg.Done()
 	defer close(l.ready)
 	defer close(l.pdone)
@@ -170,44 +174,27 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, cuts []UnitCut, done uint6
 	ctx := l.ctx
 	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
 	for {
-		j := done
-		n := sh.Len()
-		for j < n {
+		w := e.Walk(spans, c)
+		pc, more := w.Next()
+		for more {
 			var fb *fetchBatch
 			select {
 			case fb = <-l.free:
 			case <-ctx.Done():
 				return
 			}
-			fb.epoch, fb.j0, fb.n = epoch, j, 0
-			for j < n && fb.n < len(fb.units) {
-				pos := sh.Pos(j)
-				j++
-				if len(exclude) > 0 && exclude[0] <= pos {
-					if exclude[0] == pos {
-						exclude = exclude[1:]
-						continue
-					}
-					exclude = trimExclude(exclude, pos)
-				}
-				fb.units[fb.n].idx = fb.n
-				if err := l.fillUnit(&fb.units[fb.n], sh, pos); err != nil {
+			fb.epoch, fb.n = epoch, 0
+			for more && fb.n < len(fb.units) {
+				u := &fb.units[fb.n]
+				u.idx = fb.n
+				if err := l.fillUnit(u, e, pc); err != nil {
 					l.perr = err
 					l.free <- fb
 					return
 				}
-				for len(cuts) > 0 && cuts[0].Pos < pos {
-					cuts = cuts[1:]
-				}
-				if len(cuts) > 0 && cuts[0].Pos == pos {
-					fb.units[fb.n].limit = cuts[0].Rows
-				}
+				fb.xEnd = pc.X1
 				fb.n++
-			}
-			fb.jEnd = j
-			if fb.n == 0 {
-				l.free <- fb
-				continue
+				pc, more = w.Next()
 			}
 			fb.landed.Store(0)
 			fb.left.Store(int32(fb.n))
@@ -249,61 +236,14 @@ func (l *Loader) produce(epoch uint64, sh perm.Shard, cuts []UnitCut, done uint6
 		// file's read mode again.
 		l.chooseModes()
 		l.applyModes()
-		sh2, ep, err := l.planEpoch(epoch, 0, nil)
+		e = l.epochPlan(epoch)
+		sh, err := l.planShare(e, nil)
 		if err != nil {
 			l.perr = err
 			return
 		}
-		sh, cuts, done, exclude = sh2, ep.cuts, 0, nil
+		spans, c = sh.Spans, plan.Start(sh.Spans)
 	}
-}
-
-// fillUnit describes the unit at global position pos.
-func (l *Loader) fillUnit(u *unit, sh perm.Shard, pos uint64) error {
-	u.pos, u.row, u.err, u.limit = pos, -1, nil, -1
-	u.got.Store(0)
-	u.pages = u.pages[:0]
-	item := l.item(sh, pos)
-	switch l.cfg.Shuffle {
-	case ShuffleRowGroup:
-		c := l.ix.Chunk(l.lead, int(item))
-		u.chunk, u.first, u.n, u.keep = int(item), c.FirstPage, c.NumPages, c.NumPages
-		l.planSides(u, 0, -1)
-	case ShuffleRow:
-		row := int64(item)
-		// the page whose rows hold row: the last g with rowStart[g] <= row
-		g := sort.Search(len(l.rowStart), func(i int) bool { return l.rowStart[i] > row }) - 1
-		loc := l.ix.Locate(l.lead, g)
-		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
-		u.row = int32(row - l.rowStart[g])
-		if len(l.sides) > 0 {
-			r := l.pageRow(l.lead, loc.Chunk, g) + int64(u.row)
-			l.planSides(u, r, r+1)
-		} else {
-			u.nr = u.n
-		}
-	default:
-		g := int(item)
-		loc := l.ix.Locate(l.lead, g)
-		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
-		if loc.EndsMidRow {
-			u.n = 2 // its last row continues in the next page
-		}
-		if len(l.sides) > 0 {
-			r := l.pageRow(l.lead, loc.Chunk, g)
-			l.planSides(u, r, r+int64(loc.NumRows))
-		} else {
-			u.nr = u.n
-		}
-	}
-	for _, k := range l.proj {
-		if err := l.prepareChunk(k, u.chunk); err != nil {
-			return err
-		}
-	}
-	// The unit holds its file open until finishUnit (see fileCache).
-	_, err := l.fc.acquire(l.ix.Chunk(l.lead, u.chunk).File)
-	return err
 }
 
 // prepareChunk describes chunk c of index column k once.

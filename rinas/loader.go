@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +15,7 @@ import (
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
-	"github.com/pagefeed/pagefeed/index/perm"
+	"github.com/pagefeed/pagefeed/rinas/plan"
 )
 
 // Stats counts what a Loader did. Read with Loader.Stats.
@@ -54,11 +53,13 @@ type Stats struct {
 	// (Config.CoalesceBytes).
 	Reads          int64
 	CoalescedPages int64
-	// DroppedRows counts the rows of this rank's share that the epochs
-	// begun so far leave out to give every rank the same steps
-	// (Config.DropLast; tokens output: also the rows past Len's last
-	// batch); PaddedRows the rows repeated for it (Config.PadLast). Rows
-	// of pages whose row count the index does not know count 0.
+	// DroppedRows counts this rank's part of the rows that the epochs
+	// begun so far leave out so that every rank takes the same steps
+	// (Config.DropLast: what the world leaves out, spread over its ranks,
+	// so that the ranks' counts sum to it; tokens output: also the rows
+	// past Len's last batch); PaddedRows the rows this rank repeats for
+	// it (Config.PadLast). Rows of pages whose row count the index does
+	// not know count 0.
 	DroppedRows  int64
 	PaddedRows   int64
 	IndexBuildNs int64
@@ -92,7 +93,6 @@ type Loader struct {
 	sidePos   []int
 	chunkRow0 []int64
 
-	nUnits   uint64
 	rowStart []int64 // row mode: global first row of each page, len pages+1
 	unitMax  int     // most lead pages one unit reads
 	coalesce int     // most bytes one coalesced read spans (0: off)
@@ -103,10 +103,10 @@ type Loader struct {
 	sideMean  float64
 	maxRun    int
 	dataset   string
-	fileSums  string    // State.Files: each file's digest
-	pageRows  []int32   // page units: rows starting in each page (-1 unknown)
-	pageTok   []float64 // tokens output: estimated tokens of each page
-	plans     planner   // the epoch plans computed so far
+	fileSums  string      // State.Files: each file's digest
+	pageRows  []int32     // page units: rows starting in each page (-1 unknown)
+	space     *plan.Space // the units as the epoch plans see them
+	epochs    epochCache  // the epochs' orders and sums computed so far
 
 	workers int
 	cpus    []int // the workers' CPU set, when pinned
@@ -168,22 +168,25 @@ type producer struct {
 // consumer is the state of the goroutine calling Next: the epoch's
 // share, the units taken in, row assembly and the token buffers.
 type consumer struct {
-	syncD     *codec.Decoder // the consumer goroutine's, for resume and slow reads
-	epoch     uint64
-	shard     perm.Shard
-	ep        epochPlan   // the current epoch's share
-	resharded bool        // the current epoch resumed from a Reshard state
-	batches   int64       // batches delivered in the current epoch
-	done      uint64      // shard units taken in
-	exclude   []uint64    // positions beyond done taken in (resume)
-	waiting   *fetchBatch // taken from ready, not landed yet (a cancelled wait)
-	err       error       // sticky: the epoch failed
-	cur       *fetchBatch // row batches: the batch whose units are being taken in
-	curNext   int         // next arrival index of cur to take in
-	atEnd     bool        // row batches: the epoch's units are all taken in
-	rows      rowStream
-	outG      outGate // row batches held (arrow output)
-	tokBufs   chan *tokenBuf
+	syncD *codec.Decoder // the consumer goroutine's, for resume and slow reads
+	epoch uint64
+	ep    *plan.Epoch // the current epoch's order and sums
+	share plan.Share  // this rank's part of it
+	// cursor is how far the share is taken in (units whose fetch batch
+	// is taken in whole; cur's units are added by State).
+	cursor plan.Cursor
+	// rest is what an earlier world left of the epoch (resumed from a
+	// Resharded state), for State; nil otherwise.
+	rest    *plan.Rest
+	batches int64       // batches delivered in the current epoch
+	waiting *fetchBatch // taken from ready, not landed yet (a cancelled wait)
+	err     error       // sticky: the epoch failed
+	cur     *fetchBatch // row batches: the batch whose units are being taken in
+	curNext int         // next arrival index of cur to take in
+	atEnd   bool        // row batches: the epoch's units are all taken in
+	rows    rowStream
+	outG    outGate // row batches held (arrow output)
+	tokBufs chan *tokenBuf
 	// tokMu orders token buffers coming back (Batch.Release, from any
 	// goroutine) against Close: once tokClosed is set, a buffer coming
 	// back is unmapped instead of parked. tokMapped counts the mapped ones.
@@ -218,10 +221,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	if err := l.openIndex(ctx); err != nil {
 		return nil, err
 	}
-	if err := l.plan(); err != nil {
-		return nil, err
-	}
-	if err := l.planInit(); err != nil {
+	if err := l.openUnits(); err != nil {
 		return nil, err
 	}
 	if err := l.openEngine(); err != nil {
@@ -236,7 +236,7 @@ func Open(ctx context.Context, cfg Config) (*Loader, error) {
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
-	go l.produce(l.epoch, l.shard, l.ep.cuts, l.done, l.exclude)
+	go l.produce(l.epoch, l.ep, l.share.Spans, l.cursor)
 	ok = true
 	return l, nil
 }
@@ -288,64 +288,6 @@ func (l *Loader) openIndex(ctx context.Context) error {
 		}
 	}
 	l.dataset, l.fileSums = fingerprint(l.ix, name)
-	return nil
-}
-
-// plan sizes the epoch's units.
-func (l *Loader) plan() error {
-	n := l.ix.NumPages(l.lead)
-	if n == 0 {
-		return fmt.Errorf("%w: the dataset has no pages in column %s", ErrConfig, l.ix.Column(l.lead).Path)
-	}
-	l.unitMax = 1
-	switch l.cfg.Shuffle {
-	case ShuffleRow:
-		l.rowStart = make([]int64, n+1)
-		for g := 0; g < n; g++ {
-			loc := l.ix.Locate(l.lead, g)
-			if loc.NumRows < 0 {
-				return fmt.Errorf("%w: row shuffle needs each page's row count, and %s has pages without one (no offset index)",
-					ErrConfig, l.ix.File(loc.File).Path)
-			}
-			l.rowStart[g+1] = l.rowStart[g] + int64(loc.NumRows)
-			if loc.NumRows == 0 && !loc.StartsMidRow {
-				// No row maps to a page the index calls empty, so it is
-				// never read: make sure now that it holds nothing.
-				if err := l.checkEmptyPage(g); err != nil {
-					return err
-				}
-			}
-		}
-		l.nUnits = uint64(l.rowStart[n])
-	case ShuffleRowGroup:
-		l.nUnits = uint64(l.ix.NumChunks())
-		for c := 0; c < l.ix.NumChunks(); c++ {
-			ci := l.ix.Chunk(l.lead, c)
-			if ci.NumPages > maxUnitPages {
-				return fmt.Errorf("%w: rowgroup shuffle reads a row group's chunk as one unit of at most %d pages, and row group %d of %s has %d in column %s: use page or row shuffle, or smaller row groups",
-					ErrConfig, maxUnitPages, ci.RowGroup, l.ix.File(ci.File).Path, ci.NumPages, l.ix.Column(l.lead).Path)
-			}
-			l.unitMax = max(l.unitMax, ci.NumPages)
-		}
-		if l.cfg.BatchPages == 64 { // the default means one row group per batch here
-			l.cfg.BatchPages = 1
-		}
-	default:
-		l.nUnits = uint64(n)
-		// A page and its continuation where rows cross pages (V1 pages of
-		// a repeated column without an offset index): fillUnit reads the
-		// next page with a page whose last row goes on in it.
-		if l.ix.SplitsRows(l.lead) {
-			l.unitMax = 2
-		}
-	}
-	if l.cfg.Shuffle != ShuffleRowGroup {
-	}
-	l.planReads()
-	if n := l.unitMax + l.sideReads; n > maxUnitPages {
-		return fmt.Errorf("%w: a unit would read %d pages (%d of column %s and %d of the other columns), at most %d: use page shuffle, smaller row groups or another LeadColumn",
-			ErrConfig, n, l.unitMax, l.ix.Column(l.lead).Path, l.sideReads, maxUnitPages)
-	}
 	return nil
 }
 
@@ -502,7 +444,7 @@ func (l *Loader) summarize() (indexSummary, error) {
 	} else {
 		s.sideBytes = sideStored
 	}
-	s.units = l.nUnits
+	s.units = l.space.Len()
 	if rows := l.ix.NumRows(); rows > 0 {
 		s.rowBytes = float64(stored) * ratio / float64(rows)
 		s.sideRowBytes = float64(s.sideBytes) / float64(rows)
@@ -658,64 +600,6 @@ func (l *Loader) openEngine() error {
 	return nil
 }
 
-// perm returns the order of the units of an epoch.
-func (l *Loader) perm(epoch uint64) perm.Perm {
-	return perm.New(l.nUnits, l.cfg.Seed, epoch)
-}
-
-// startEpoch sets the consumer's shard from a State or from the start.
-func (l *Loader) startEpoch(s *State) error {
-	if s == nil {
-		l.epoch = l.cfg.Epoch
-		if err := l.beginEpoch(0, nil); err != nil {
-			return fmt.Errorf("%w: %v", ErrConfig, err)
-		}
-		l.done, l.exclude = 0, nil
-		return nil
-	}
-	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
-		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
-			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
-	}
-	if err := l.checkState(s); err != nil {
-		return err
-	}
-	l.epoch = s.Epoch
-	start, done := s.Start, s.Done
-	if s.EpochEnd {
-		if s.Epoch+1 == l.cfg.Epoch+uint64(l.cfg.Epochs) {
-			// The run's last epoch is done: Next says io.EOF, and the
-			// producer has nothing to read.
-			l.finished = true
-			sh, err := l.perm(l.epoch).Shard(min(s.Start, l.nUnits), l.cfg.Rank, l.cfg.World)
-			if err != nil {
-				return fmt.Errorf("%w: %v", ErrState, err)
-			}
-			l.shard = sh
-			return nil
-		}
-		l.epoch++
-		start, done = 0, 0
-	}
-	var rem *State
-	if s.Resharded && !s.EpochEnd {
-		rem = s
-	}
-	if err := l.beginEpoch(start, rem); err != nil {
-		return fmt.Errorf("%w: %v", ErrState, err)
-	}
-	l.done = done
-	if !s.EpochEnd {
-		l.batches = int64(s.Batches)
-		l.exclude = slices.Clone(s.Exclude) // increasing (checkState)
-		l.rows.rng = splitmix(s.RNG)
-		if err := l.rows.restore(s.Pending, s.Flushed); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Next returns the next batch, io.EOF after the last epoch.
 func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if l.closed {
@@ -797,39 +681,6 @@ func (l *Loader) take(ctx context.Context) (*fetchBatch, error) {
 	return fb, nil
 }
 
-// endEpoch moves the consumer to the next epoch, or finishes.
-func (l *Loader) endEpoch() error {
-	if l.epoch+1 >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
-		l.finished = true
-		return io.EOF
-	}
-	l.epoch++
-	if err := l.beginEpoch(0, nil); err != nil {
-		return err
-	}
-	l.done, l.exclude = 0, nil
-	return nil
-}
-
-// beginEpoch plans the consumer's epoch l.epoch from position start (rem:
-// the Reshard state it resumes, or nil; see planEpoch).
-func (l *Loader) beginEpoch(start uint64, rem *State) error {
-	sh, ep, err := l.planEpoch(l.epoch, start, rem)
-	if err != nil {
-		return err
-	}
-	l.shard, l.ep, l.batches, l.resharded = sh, ep, 0, rem != nil
-	l.stats.DroppedRows += ep.dropped
-	l.stats.PaddedRows += ep.padded
-	switch {
-	case ep.dropped > 0:
-		l.cfg.Logf("epoch %d: rank %d of %d leaves out %d rows so that every rank takes %d steps (DropLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.dropped, ep.steps)
-	case ep.padded > 0:
-		l.cfg.Logf("epoch %d: rank %d of %d repeats %d rows so that every rank takes %d steps (PadLast)", l.epoch, l.cfg.Rank, l.cfg.World, ep.padded, ep.steps)
-	}
-	return nil
-}
-
 func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 	for {
 		fb := l.unread
@@ -849,7 +700,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		arrs := make([]arrow.Array, 0, fb.n)
 		var segs [][]arrow.Array
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
-		for _, ui := range l.arrivals(fb)[:fb.n] {
+		for _, ui := range l.takeOrder(fb)[:fb.n] {
 			u := &fb.units[ui]
 			for i, p := range u.pages {
 				a := p.Array()
@@ -874,42 +725,12 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 			}
 		}
 		b.setColumns(l.columnsOf(arrs, segs))
-		l.work.fb, l.work.exclude = fb, l.exclude
-		l.done = fb.jEnd
-		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		l.work.fb, l.work.cursor = fb, l.cursor
+		l.cursor.Commit(fb.xEnd)
 		fb.out.Store(true)
 		b.free = func() { l.recycle(fb) }
 		return b, nil
 	}
-}
-
-// State returns a checkpoint after the last batch Next returned.
-func (l *Loader) State() *State {
-	end := l.shard.End
-	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(), Seed: l.cfg.Seed,
-		Epoch: l.epoch, Start: l.shard.Start, Rank: l.cfg.Rank, World: l.cfg.World, Done: l.done,
-		RNG: uint64(l.rows.rng), Batches: uint64(l.batches), Resharded: l.resharded,
-		End: &end, Cut: slices.Clone(l.ep.cuts)}
-	if len(l.proj) > 1 {
-		s.Columns, s.Lead = l.projNames(), l.ix.Column(l.lead).Path
-	}
-	if l.finished {
-		s.EpochEnd = true
-		s.Done, s.Batches, s.End, s.Cut = 0, 0, nil, nil
-		return s
-	}
-	s.Exclude = slices.Clone(l.exclude)
-	if fb := l.cur; fb != nil {
-		// Units of the batch being taken in: those already taken.
-		for _, ui := range l.arrivals(fb)[:l.curNext] {
-			s.Exclude = append(s.Exclude, fb.units[ui].pos)
-		}
-		s.Done = fb.j0
-		slices.Sort(s.Exclude)
-	}
-	s.Pending = l.rows.pending()
-	s.Flushed = l.atEnd && len(s.Pending) > 0
-	return s
 }
 
 // Stats returns counters so far.
@@ -1008,15 +829,6 @@ func (l *Loader) closeAll() error {
 		l.goMemDone()
 	}
 	return errors.Join(errs...)
-}
-
-// trimExclude drops positions below pos from a sorted list.
-func trimExclude(ex []uint64, pos uint64) []uint64 {
-	i := 0
-	for i < len(ex) && ex[i] < pos {
-		i++
-	}
-	return ex[i:]
 }
 
 // putTokBuf takes a token buffer back from a batch, from any goroutine:

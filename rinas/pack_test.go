@@ -81,13 +81,10 @@ func TestShuffleBufferBoundedAndExactlyOnce(t *testing.T) {
 	for page := 0; page < 100; page++ {
 		for r := 0; r < 10; r++ {
 			v := page*10 + r
-			b.push(v, rowRef{page: uint64(page), row: uint32(r)})
+			b.push(v)
 		}
 		for b.over() > 0 {
-			v, ref := b.pop()
-			if int(ref.page)*10+int(ref.row) != v {
-				t.Fatalf("ref %+v does not match value %d", ref, v)
-			}
+			v := b.pop()
 			if seen[v] {
 				t.Fatalf("row %d emitted twice", v)
 			}
@@ -102,7 +99,7 @@ func TestShuffleBufferBoundedAndExactlyOnce(t *testing.T) {
 		}
 	}
 	for b.len() > 0 {
-		v, _ := b.pop()
+		v := b.pop()
 		if seen[v] {
 			t.Fatalf("row %d emitted twice", v)
 		}
@@ -115,11 +112,10 @@ func TestShuffleBufferBoundedAndExactlyOnce(t *testing.T) {
 	// Deterministic for a seed.
 	a1, a2 := newShuffleBuffer[int](4, 1), newShuffleBuffer[int](4, 1)
 	for i := 0; i < 20; i++ {
-		a1.push(i, rowRef{})
-		a2.push(i, rowRef{})
+		a1.push(i)
+		a2.push(i)
 		for a1.over() > 0 {
-			x, _ := a1.pop()
-			y, _ := a2.pop()
+			x, y := a1.pop(), a2.pop()
 			if x != y {
 				t.Fatalf("same seed diverged: %d vs %d", x, y)
 			}

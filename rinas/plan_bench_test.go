@@ -3,10 +3,12 @@ package rinas
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,66 +45,65 @@ func BenchmarkOpenPlan(b *testing.B) {
 		}
 	})
 	for _, rows := range []int{0, 64} {
+		// What Open adds for the plan: the units' space from the index,
+		// the first epoch's order and sums (row batches: one pass), and
+		// this rank's share of it.
 		b.Run(fmt.Sprintf("plan/rows=%d", rows), func(b *testing.B) {
 			l := &Loader{cfg: Config{SharedIndex: ix, World: 8, Rank: 3, BatchPages: 64, BatchRows: rows}, ix: ix}
 			if err := l.cfg.fill(); err != nil {
 				b.Fatal(err)
 			}
-			if err := l.plan(); err != nil {
+			if err := l.openUnits(); err != nil {
 				b.Fatal(err)
 			}
+			var steps int64
 			for i := 0; i < b.N; i++ {
-				if err := l.planInit(); err != nil {
+				if err := l.openSpace(); err != nil {
 					b.Fatal(err)
 				}
-				var err error
-				if l.shard, l.ep, err = l.planEpoch(uint64(i), 0, nil); err != nil {
+				sh, err := l.planShare(l.epochPlan(uint64(i)), nil)
+				if err != nil {
 					b.Fatal(err)
 				}
+				steps = sh.Steps
 			}
-			b.ReportMetric(float64(l.Len()), "len")
+			b.ReportMetric(float64(steps), "len")
 		})
 	}
-	// The row-batch plan against the plan as first written
-	// (planEpochRef), in alternating rounds on the same index, each
-	// iteration timed alone (the index's row counts read once, the plans
-	// kept so far forgotten); "twice" plans the same epoch twice, as a
-	// resume does (State check, then the epoch's start). The medians over
-	// all rounds are logged.
+	// The row-batch plan's pass against the pass it replaced (rows
+	// counted per rank of a round-robin deal, positions from the inverse
+	// permutation a block at a time, rank by Lemire's multiply), in
+	// alternating rounds on the same index, each iteration timed alone;
+	// the medians over all rounds are logged.
 	l := &Loader{cfg: Config{SharedIndex: ix, World: 8, Rank: 3, BatchPages: 64, BatchRows: 64}, ix: ix}
 	if err := l.cfg.fill(); err != nil {
 		b.Fatal(err)
 	}
-	if err := l.plan(); err != nil {
+	if err := l.openUnits(); err != nil {
 		b.Fatal(err)
 	}
-	if err := l.planInit(); err != nil {
-		b.Fatal(err)
-	}
-	type variant struct {
+	rows := ix.PageRows(0)
+	variants := []struct {
 		name string
-		plan func(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error)
-		runs int
-	}
-	variants := []variant{
-		{"reference", planRef(l), 1},
-		{"new", l.planEpoch, 1},
-		{"reference/twice", planRef(l), 2},
-		{"new/twice", l.planEpoch, 2},
+		run  func(epoch uint64)
+	}{
+		{"roundrobin-count", func(epoch uint64) {
+			counts := make([]int64, 8)
+			countRowsRef(perm.New(uint64(len(rows)), 0, epoch), rows, counts)
+		}},
+		{"share", func(epoch uint64) {
+			if _, err := l.space.Epoch(0, epoch).Plan(l.params()); err != nil {
+				b.Fatal(err)
+			}
+		}},
 	}
 	times := make([][]time.Duration, len(variants))
-	rounds := 5
-	for round := 0; round < rounds; round++ {
+	for round := 0; round < 5; round++ {
 		for v, vr := range variants {
-			b.Run("rows=64/"+vr.name, func(b *testing.B) {
+			b.Run("pass/"+vr.name, func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
-					l.plans = planner{}
 					t0 := time.Now()
-					for k := 0; k < vr.runs; k++ {
-						if _, _, err := vr.plan(uint64(i), 0, nil); err != nil {
-							b.Fatal(err)
-						}
-					}
+					vr.run(uint64(i))
 					times[v] = append(times[v], time.Since(t0))
 				}
 			})
@@ -113,15 +114,46 @@ func BenchmarkOpenPlan(b *testing.B) {
 		ts := times[v]
 		slices.Sort(ts)
 		if len(ts) > 0 {
-			b.Logf("rows=64/%s: median %.2f ms, min %.2f ms over %d plans (GOMAXPROCS %d, load %s)",
+			b.Logf("pass/%s: median %.2f ms, min %.2f ms over %d (GOMAXPROCS %d, load %s)",
 				vr.name, float64(ts[len(ts)/2])/1e6, float64(ts[0])/1e6, len(ts), runtime.GOMAXPROCS(0), strings.TrimSpace(string(load)))
 		}
 	}
 }
 
-// planRef adapts the reference plan to planEpoch's signature.
-func planRef(l *Loader) func(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error) {
-	return func(epoch, start uint64, rem *State) (perm.Shard, epochPlan, error) {
-		return l.planEpochRef(epoch, start, rem != nil)
+// countRowsRef is the pass the row-batch plan made before rows were
+// shared as ranges: each item's rows added to the count of the rank its
+// position falls to (round-robin over len(counts) ranks), the items read
+// in order and their positions found a block at a time, split over
+// GOMAXPROCS goroutines.
+func countRowsRef(p perm.Perm, unit []int32, counts []int64) {
+	n := uint64(len(unit))
+	parts := uint64(max(1, min(runtime.GOMAXPROCS(0), int(n/(1<<16)))))
+	w := uint64(len(counts))
+	sums := make([]int64, parts*w)
+	var wg sync.WaitGroup
+	for k := uint64(0); k < parts; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo, hi := n*k/parts, n*(k+1)/parts
+			rows := sums[k*w : (k+1)*w]
+			mw := ^uint64(0)/w + 1
+			var buf [2048]uint64
+			for item := lo; item < hi; {
+				pos := buf[:min(uint64(len(buf)), hi-item)]
+				p.Positions(item, pos)
+				for i, q := range pos {
+					r, _ := bits.Mul64(mw*q, w)
+					rows[r] += int64(max(unit[item+uint64(i)], 0))
+				}
+				item += uint64(len(pos))
+			}
+		}()
+	}
+	wg.Wait()
+	for k := uint64(0); k < parts; k++ {
+		for r, v := range sums[k*w : (k+1)*w] {
+			counts[r] += v
+		}
 	}
 }

@@ -61,14 +61,28 @@ func (r *rowStream) init(l *Loader) {
 	}
 }
 
-// push takes in every row of a landed unit.
+// push takes in the rows of a landed unit: all of them, or of a unit cut
+// at a share's boundary its rows [lo, hi) in the unit's own order (before
+// any shuffle, so that which rows a rank keeps does not depend on the
+// generator's history).
 func (r *rowStream) push(u *unit) {
 	var rows []rowItem
+	at := int64(0) // the unit's rows before page k
 	for k, p := range u.pages {
 		a := p.Array()
 		lo, hi := 0, a.Len()
 		if u.row >= 0 {
 			lo, hi = int(u.row), int(u.row)+1
+		}
+		at0 := at
+		at += int64(hi - lo)
+		klo, khi := lo, hi // the rows of this page the unit keeps
+		if u.cut {
+			klo = lo + int(min(max(u.lo-at0, 0), int64(hi-lo)))
+			khi = lo + int(min(max(u.hi-at0, 0), int64(hi-lo)))
+		}
+		if klo >= khi {
+			continue // a pin of no rows would never be released
 		}
 		var cols []arrow.Array
 		if len(r.l.sides) > 0 {
@@ -76,24 +90,14 @@ func (r *rowStream) push(u *unit) {
 			// once the unit's batch is recycled
 			cols = slices.Clone(u.segs[k])
 		}
-		pin := r.pin(hi-lo, pageBytes(a, cols), r.l.rowCost(u.first+k, a.Len()))
-		for i := lo; i < hi; i++ {
+		pin := r.pin(khi-klo, pageBytes(a, cols), r.l.rowCost(u.first+k, a.Len()))
+		for i := klo; i < khi; i++ {
 			a.Retain()
 			for _, c := range cols {
 				c.Retain()
 			}
 			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo, pin: pin})
 		}
-	}
-	if u.limit >= 0 && int64(len(rows)) > u.limit {
-		// The share's last unit, cut for equal steps: its first rows in
-		// page order, before any shuffle, so that what is left out does
-		// not depend on the generator's history (Reshard carries the cut
-		// to another world, whose generators differ).
-		for i := range rows[u.limit:] {
-			rows[int(u.limit)+i].release()
-		}
-		rows = rows[:u.limit]
 	}
 	if r.l.cfg.Shuffle == ShuffleRowGroup {
 		// Reimu: rows of the block shuffled in memory.
@@ -108,12 +112,11 @@ func (r *rowStream) push(u *unit) {
 	}
 	for _, it := range rows {
 		r.buf.rng = r.rng
-		r.buf.push(it, rowRef{})
+		r.buf.push(it)
 		// Over its rows or its bytes, random rows leave: the FIFO is
 		// delivered before the next unit is taken in.
 		for r.buf.over() > 0 || (r.cost > r.maxCost && r.maxCost > 0 && r.buf.len() > 0) {
-			v, _ := r.buf.pop()
-			r.out = append(r.out, v)
+			r.out = append(r.out, r.buf.pop())
 		}
 		r.rng = r.buf.rng
 	}
@@ -126,8 +129,7 @@ func (r *rowStream) flush() {
 	}
 	r.buf.rng = r.rng
 	for r.buf.len() > 0 {
-		v, _ := r.buf.pop()
-		r.out = append(r.out, v)
+		r.out = append(r.out, r.buf.pop())
 	}
 	r.rng = r.buf.rng
 }
@@ -157,7 +159,8 @@ func (r *rowStream) drop() {
 		for _, it := range r.buf.items {
 			it.release()
 		}
-		r.buf.items, r.buf.refs = r.buf.items[:0], r.buf.refs[:0]
+		clear(r.buf.items)
+		r.buf.items = r.buf.items[:0]
 	}
 }
 
@@ -240,7 +243,6 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 	if nbuf > 0 {
 		for _, it := range items[len(items)-nbuf:] {
 			r.buf.items = append(r.buf.items, it)
-			r.buf.refs = append(r.buf.refs, rowRef{})
 		}
 	}
 	return nil
@@ -250,7 +252,7 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 // landed units as needed. The rows it cuts are recorded in l.work (see
 // batchRecord): on an error they go back to the head of the queue.
 func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
-	if l.ep.force && l.batches >= l.ep.steps {
+	if l.share.Force && l.batches >= l.share.Steps {
 		// Len's batches are out: the rest of the epoch is dropped.
 		if err := l.dropRest(ctx); err != nil {
 			return nil, err
@@ -332,14 +334,13 @@ func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
 // empty one, all padding, up to Len.
 func (l *Loader) feedRows(ctx context.Context, b *Batch, partial bool) (stop bool, err error) {
 	if l.cur != nil && l.curNext < l.cur.n {
-		u := &l.cur.units[l.arrivals(l.cur)[l.curNext]]
+		u := &l.cur.units[l.takeOrder(l.cur)[l.curNext]]
 		l.curNext++
 		l.rows.push(u)
 		return false, nil
 	}
 	if l.cur != nil {
-		l.done = l.cur.jEnd
-		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		l.cursor.Commit(l.cur.xEnd)
 		l.recycle(l.cur)
 		l.cur = nil
 	}
@@ -347,7 +348,7 @@ func (l *Loader) feedRows(ctx context.Context, b *Batch, partial bool) (stop boo
 		if partial {
 			return true, nil // the epoch's last, short batch
 		}
-		if l.ep.force && l.batches < l.ep.steps {
+		if l.share.Force && l.batches < l.share.Steps {
 			return true, nil // an empty batch, all padding, up to Len
 		}
 		l.atEnd = false
@@ -436,13 +437,12 @@ func (l *Loader) dropRest(ctx context.Context) error {
 	}
 	l.rows.drop()
 	drop := func(fb *fetchBatch, from int) {
-		for _, ui := range l.arrivals(fb)[from:fb.n] {
+		for _, ui := range l.takeOrder(fb)[from:fb.n] {
 			for _, p := range fb.units[ui].pages {
 				count(int64(p.Rows()))
 			}
 		}
-		l.done = fb.jEnd
-		l.exclude = trimExclude(l.exclude, l.shard.Pos(l.done))
+		l.cursor.Commit(fb.xEnd)
 		l.recycle(fb)
 	}
 	if l.cur != nil {
@@ -461,7 +461,7 @@ func (l *Loader) dropRest(ctx context.Context) error {
 	}
 	l.atEnd = false
 	if l.restDropped > 0 {
-		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, l.restDropped, l.ep.steps)
+		l.cfg.Logf("epoch %d: %d rows past the epoch's %d batches dropped", l.epoch, l.restDropped, l.share.Steps)
 	}
 	l.restDropped = 0
 	return l.endEpoch()

@@ -1,13 +1,5 @@
 package rinas
 
-// rowRef names one row: the global page it came from and its index within
-// the page's delivered rows. It is what the shuffle buffer holds and what a
-// checkpoint records, so the buffer's content can be rebuilt exactly.
-type rowRef struct {
-	page uint64
-	row  uint32
-}
-
 // shuffleBuffer is YOUMU's aggressive buffer shuffle (Algorithm 2): every
 // arriving page's rows are inserted at random places of a fixed-capacity
 // buffer, and when the buffer is over capacity random rows are emitted. The
@@ -19,7 +11,6 @@ type rowRef struct {
 // resume only needs the buffered rows and the generator state.
 type shuffleBuffer[T any] struct {
 	items []T
-	refs  []rowRef
 	cap   int
 	rng   splitmix
 }
@@ -27,20 +18,17 @@ type shuffleBuffer[T any] struct {
 func newShuffleBuffer[T any](capacity int, seed uint64) *shuffleBuffer[T] {
 	return &shuffleBuffer[T]{
 		items: make([]T, 0, capacity+1),
-		refs:  make([]rowRef, 0, capacity+1),
 		cap:   capacity,
 		rng:   splitmix(seed),
 	}
 }
 
 // push adds one row at a uniformly random position (swap-insert).
-func (b *shuffleBuffer[T]) push(v T, ref rowRef) {
+func (b *shuffleBuffer[T]) push(v T) {
 	b.items = append(b.items, v)
-	b.refs = append(b.refs, ref)
 	j := int(b.rng.next() % uint64(len(b.items)))
 	last := len(b.items) - 1
 	b.items[j], b.items[last] = b.items[last], b.items[j]
-	b.refs[j], b.refs[last] = b.refs[last], b.refs[j]
 }
 
 // over reports how many rows must leave before the buffer is within cap.
@@ -52,15 +40,15 @@ func (b *shuffleBuffer[T]) over() int {
 }
 
 // pop removes and returns a uniformly random row. The buffer must not be empty.
-func (b *shuffleBuffer[T]) pop() (T, rowRef) {
+func (b *shuffleBuffer[T]) pop() T {
 	j := int(b.rng.next() % uint64(len(b.items)))
 	last := len(b.items) - 1
-	v, r := b.items[j], b.refs[j]
-	b.items[j], b.refs[j] = b.items[last], b.refs[last]
+	v := b.items[j]
+	b.items[j] = b.items[last]
 	var zero T
 	b.items[last] = zero
-	b.items, b.refs = b.items[:last], b.refs[:last]
-	return v, r
+	b.items = b.items[:last]
+	return v
 }
 
 func (b *shuffleBuffer[T]) len() int { return len(b.items) }

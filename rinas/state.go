@@ -1,12 +1,11 @@
 package rinas
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 
-	"github.com/pagefeed/pagefeed/index/perm"
+	"github.com/pagefeed/pagefeed/rinas/plan"
 )
 
 // RowRef names one row: a global page number (of the lead column: Config.LeadColumn) and
@@ -19,26 +18,34 @@ type RowRef struct {
 	Tok uint32 `json:"t,omitempty"`
 }
 
+// Span is a range [Lo, Hi) of an epoch's row stream (see State).
+type Span = plan.Span
+
 // State is a loader checkpoint: small, serializable (JSON), and exact.
 //
-// The epoch's units (pages; rows in row mode; row groups in rowgroup mode)
-// are ordered by a seeded permutation; the units of rank Rank of World are
-// the positions Start+Rank, Start+Rank+World, ... (index/perm). Done counts
-// the units of that shard already taken in; Exclude lists global positions
-// at or beyond the shard's Done-th that were taken in too (units of a batch
-// that landed first, or of faster ranks after Reshard); Pending lists rows
-// taken in but not yet handed to the consumer (the shuffle buffer, in its
-// order, or the rest of a page), and RNG is the shuffle buffer's generator.
-// Resuming re-reads the Pending rows' pages first, so every row is
-// delivered exactly once across the checkpoint.
+// An epoch orders its units (pages; rows in row mode; row groups in
+// rowgroup mode) by a seeded permutation (file order for the stream and
+// no shuffle); laid end to end in that order, the units' rows form the
+// epoch's stream (with page batches, each unit counts one), and a
+// coordinate names one of them. Rank Rank of World delivers the ranges
+// Share of that stream: from a fresh epoch one contiguous range, whose
+// boundary units are read by both ranks that share them, each keeping its
+// rows. Done is the coordinate up to which the rank has taken its share
+// in; Taken lists ranges beyond it taken in already (units of a batch
+// that landed first); Pending lists rows taken in but not yet handed to
+// the consumer (the shuffle buffer, in its order, or the rest of a page),
+// and RNG is the shuffle buffer's generator. Resuming re-reads the Pending
+// rows' pages first, so every row is delivered exactly once across the
+// checkpoint.
 //
 // A State is input like any file: Open checks every field against the
-// loader (version, dataset, seed, shuffle, output, rank and world, the
-// epoch within Config.Epoch..Epoch+Epochs, positions within the epoch's
-// units, pending rows within their pages and taken in with their units)
-// and refuses one that does not fit with ErrState naming the field. A
-// State taken after the run's last epoch (EpochEnd) resumes a finished
-// loader: Next returns io.EOF.
+// loader (version, dataset, seed, shuffle, output, batch sizes and equal
+// steps policy, rank and world, the epoch within
+// Config.Epoch..Epoch+Epochs, the share against the epoch's plan, the
+// progress within the share, pending rows within their pages and taken in
+// with their units) and refuses one that does not fit with ErrState
+// naming the field. A State taken after the run's last epoch (EpochEnd)
+// resumes a finished loader: Next returns io.EOF.
 type State struct {
 	Version int `json:"version"`
 	// Dataset fingerprints the dataset's content and the column: each
@@ -53,13 +60,25 @@ type State struct {
 	Columns []string `json:"columns,omitempty"`
 	Lead    string   `json:"lead,omitempty"`
 	Shuffle string   `json:"shuffle"`
-	Seed    uint64   `json:"seed"`
-	Epoch   uint64   `json:"epoch"`
-	Start   uint64   `json:"start"`
-	Rank    int      `json:"rank"`
-	World   int      `json:"world"`
+	// Output is the output it was taken with ("arrow", "tokens"): a
+	// tokens checkpoint holds rows partly packed (RowRef.Tok) that Arrow
+	// output would deliver whole again.
+	Output string `json:"output"`
+	Seed   uint64 `json:"seed"`
+	Epoch  uint64 `json:"epoch"`
+	Rank   int    `json:"rank"`
+	World  int    `json:"world"`
+	// BatchRows, BatchPages and Policy ("drop", "pad", "keep": DropLast,
+	// PadLast, KeepUneven) are how the epoch was dealt out; Total is the
+	// length of its stream.
+	BatchRows  int    `json:"batch_rows,omitempty"`
+	BatchPages int    `json:"batch_pages,omitempty"`
+	Policy     string `json:"policy"`
+	Total      uint64 `json:"total"`
+	// Share, Done and Taken: see the type's doc.
+	Share   []Span   `json:"share,omitempty"`
 	Done    uint64   `json:"done"`
-	Exclude []uint64 `json:"exclude,omitempty"`
+	Taken   []Span   `json:"taken,omitempty"`
 	Pending []RowRef `json:"pending,omitempty"`
 	RNG     uint64   `json:"rng"`
 	// Batches counts the batches the rank delivered in the epoch, so that
@@ -68,35 +87,26 @@ type State struct {
 	// Flushed says the shuffle buffer had been emptied at the epoch's
 	// end: the Pending rows are all in delivery order.
 	Flushed bool `json:"flushed,omitempty"`
-	// Resharded marks the remainder of an epoch that Reshard dealt out to
-	// another world: it is delivered exactly once, without equal steps.
-	Resharded bool `json:"resharded,omitempty"`
-	// End is the position where the epoch's plan ends this rank's shard
-	// (DropLast stops short of the units, PadLast runs past them), and
-	// Cut lists the shard's units that deliver only their first rows (row
-	// batches cut for equal steps). Reshard carries both to the new world
-	// so that what the original plan left out stays left out. End not
-	// recorded (nil: states written before it was); a resharded remainder
-	// then runs to the epoch's last unit.
-	End      *uint64   `json:"end,omitempty"`
-	Cut      []UnitCut `json:"cut,omitempty"`
-	EpochEnd bool      `json:"epoch_end,omitempty"` // the epoch is finished
-	// Output is the output it was taken with ("arrow", "tokens"): a
-	// tokens checkpoint holds rows partly packed (RowRef.Tok) that Arrow
-	// output would deliver whole again. Empty in states written before it
-	// was recorded; those are checked by their rows' Tok alone.
-	Output string `json:"output,omitempty"`
+	// Resharded marks the remainder of an epoch that an earlier world
+	// left, as Reshard hands it on: Rest lists the ranges of the stream
+	// that world had not taken in and RestPending counts the rows it had
+	// taken in but not delivered. Every rank of this world deals Rest and
+	// the pending rows alike, from its own settings (Reshard's doc), and
+	// Share is then its part. Fresh marks a state as Reshard made it: its
+	// share not dealt yet, Pending the pending rows dealt to the rank
+	// (row i of RestPending to rank i mod World), of which it keeps as
+	// many as its share has room for.
+	Resharded   bool   `json:"resharded,omitempty"`
+	Rest        []Span `json:"rest,omitempty"`
+	RestPending uint64 `json:"rest_pending,omitempty"`
+	Fresh       bool   `json:"fresh,omitempty"`
+	EpochEnd    bool   `json:"epoch_end,omitempty"` // the epoch is finished
 }
 
-const stateVersion = 1
-
-// UnitCut is a unit of a shard that delivers only its first Rows rows (in
-// page order, before any shuffle): the last unit of a rank's share of row
-// batches, cut so that every rank fills the same number of batches.
-type UnitCut struct {
-	Pos  uint64 `json:"p"` // the unit's epoch position
-	Rows int64  `json:"n"`
-}
+// stateVersion 2: states say where the rank is in its share of the
+// epoch's row stream (Share, Done, Taken); version 1 named shard
+// positions.
+const stateVersion = 2
 
 // MarshalState encodes s as JSON.
 func MarshalState(s *State) ([]byte, error) { return json.Marshal(s) }
@@ -108,15 +118,17 @@ func UnmarshalState(b []byte) (*State, error) {
 		return nil, fmt.Errorf("%w: %v", ErrState, err)
 	}
 	if s.Version != stateVersion {
-		return nil, stateErr("version", "%d, this loader reads version %d", s.Version, stateVersion)
+		return nil, versionErr(s.Version)
 	}
 	return &s, nil
 }
 
-// maxReshardExclude bounds the positions Reshard may have to exclude: ranks
-// of one run are at most a few batches apart, so a spread beyond this is a
-// bad state, not work to do.
-const maxReshardExclude = 1 << 24
+func versionErr(v int) error {
+	if v == 1 {
+		return stateErr("version", "1, written by an older loader whose shards were positions; this loader reads version %d (resume the epoch's start instead)", stateVersion)
+	}
+	return stateErr("version", "%d, this loader reads version %d", v, stateVersion)
+}
 
 // stateErr is the ErrState about one field of a State.
 func stateErr(field, format string, args ...any) error {
@@ -124,81 +136,105 @@ func stateErr(field, format string, args ...any) error {
 }
 
 // checkState validates every field of s against the loader (dataset,
-// seed, shuffle, output, rank and world, epochs, the epoch's units) before
-// any of it is used, so a bad or edited checkpoint fails Open with ErrState
-// naming the field instead of panicking, wrapping around, or delivering
-// rows twice. The pending rows' row numbers and token counts are checked
-// against their pages when restore reads them.
+// seed, shuffle, output, how the epoch is dealt out, rank and world,
+// epochs, the share and the progress in it) before any of it is used, so
+// a bad or edited checkpoint fails Open with ErrState naming the field
+// instead of panicking, wrapping around, or delivering rows twice. The
+// pending rows' row numbers and token counts are checked against their
+// pages when restore reads them.
 func (l *Loader) checkState(s *State) error {
 	end := l.cfg.Epoch + uint64(l.cfg.Epochs)
 	switch {
 	case s.Version != stateVersion:
-		return stateErr("version", "%d, this loader reads version %d", s.Version, stateVersion)
+		return versionErr(s.Version)
 	case s.Dataset != l.dataset:
 		return l.datasetMismatch(s)
 	case s.Seed != l.cfg.Seed:
 		return stateErr("seed", "it was taken with seed %d, this loader has seed %d", s.Seed, l.cfg.Seed)
 	case s.Shuffle != l.cfg.Shuffle.String():
 		return stateErr("shuffle", "it was taken with shuffle %q, this loader has %s", s.Shuffle, l.cfg.Shuffle)
-	case s.Output != "" && s.Output != l.cfg.Output.String():
+	case s.Output != l.cfg.Output.String():
 		return stateErr("output", "it was taken with %q output, this loader has %s", s.Output, l.cfg.Output)
 	case s.World != l.cfg.World || s.Rank != l.cfg.Rank:
 		return stateErr("rank", "it is rank %d of %d, this loader is rank %d of %d (use Reshard to change the world size)",
 			s.Rank, s.World, l.cfg.Rank, l.cfg.World)
-	case s.Start > l.nUnits:
-		return stateErr("start", "position %d beyond the epoch's %d units", s.Start, l.nUnits)
+	case (s.BatchRows == 0) != (l.cfg.BatchRows == 0) || (!s.Fresh && s.BatchRows != l.cfg.BatchRows):
+		// A fresh remainder is dealt by this loader, at its own batch size.
+		return stateErr("batch_rows", "it was taken with batches of %d rows, this loader has %d", s.BatchRows, l.cfg.BatchRows)
+	case !s.Fresh && l.cfg.BatchRows == 0 && s.BatchPages != l.cfg.BatchPages:
+		return stateErr("batch_pages", "it was taken with batches of %d units, this loader has %d", s.BatchPages, l.cfg.BatchPages)
+	case !s.Fresh && s.Policy != l.policy().String():
+		return stateErr("policy", "it was taken with policy %q, this loader has %s", s.Policy, l.policy())
+	case s.Total != l.space.Total():
+		return stateErr("total", "its epoch's stream holds %d, this loader's %d", s.Total, l.space.Total())
 	case s.Epoch < l.cfg.Epoch && !(s.EpochEnd && s.Epoch+1 == l.cfg.Epoch):
 		return stateErr("epoch", "epoch %d is before this loader's first epoch %d", s.Epoch, l.cfg.Epoch)
 	case s.Epoch >= end || s.Epoch == ^uint64(0):
 		return stateErr("epoch", "epoch %d is past this loader's last epoch %d", s.Epoch, end-1)
 	}
 	if s.EpochEnd {
-		if s.Done != 0 || len(s.Exclude) > 0 || len(s.Pending) > 0 {
-			return stateErr("epoch_end", "a finished epoch with %d units done, %d excluded and %d rows pending", s.Done, len(s.Exclude), len(s.Pending))
+		if s.Done != 0 || len(s.Share) > 0 || len(s.Taken) > 0 || len(s.Pending) > 0 {
+			return stateErr("epoch_end", "a finished epoch with a share, %d taken in, %d early and %d rows pending", s.Done, len(s.Taken), len(s.Pending))
 		}
 		return nil
 	}
-	// The shard as the epoch's plan has it: with PadLast its positions
-	// run past the units (repeats), with DropLast they may stop short.
-	var rem *State
+	e := l.epochPlan(s.Epoch)
 	if s.Resharded {
-		rem = s
-		if err := l.checkRemainder(s); err != nil {
+		if err := l.checkRest(s); err != nil {
 			return err
 		}
 	}
-	sh, ep, err := l.planEpoch(s.Epoch, s.Start, rem)
+	sh, err := l.planShare(e, s)
 	if err != nil {
-		return stateErr("start", "%v", err)
+		return stateErr("share", "%v", err)
 	}
-	if !s.Resharded && s.End != nil {
-		// A state of this world's own plan records it: a differing one
-		// was taken with other settings (DropLast, PadLast, BatchRows).
-		if *s.End != sh.End {
-			return stateErr("end", "the shard ends at position %d, this loader's plan ends it at %d", *s.End, sh.End)
+	if s.Fresh {
+		if len(s.Share) > 0 || s.Done != 0 || len(s.Taken) > 0 || s.Batches != 0 {
+			return stateErr("fresh", "a remainder not dealt yet with a share, progress or batches of its own")
 		}
-		if !slices.Equal(s.Cut, ep.cuts) {
-			return stateErr("cut", "units cut %v, this loader's plan cuts %v", s.Cut, ep.cuts)
+		if n := plan.PendingOf(s.RestPending, s.World, s.Rank); uint64(len(s.Pending)) != n {
+			return stateErr("pending", "%d rows dealt to rank %d, of %d pending rows it should get %d", len(s.Pending), s.Rank, s.RestPending, n)
 		}
+		return l.checkPending(s, e)
 	}
-	if s.Done > sh.Len() {
-		return stateErr("done", "%d units done of a shard of %d", s.Done, sh.Len())
+	if !slices.Equal(s.Share, sh.Spans) {
+		return stateErr("share", "rank %d delivers %v of the epoch, this loader's plan gives it %v (other settings?)", s.Rank, s.Share, sh.Spans)
 	}
-	low := sh.Pos(s.Done)
-	for i, p := range s.Exclude {
-		switch {
-		case p >= sh.End:
-			return stateErr("exclude", "position %d beyond the epoch's end %d", p, sh.End)
-		case p < low || (p-s.Start)%uint64(s.World) != uint64(s.Rank):
-			return stateErr("exclude", "position %d is not among rank %d's positions from %d", p, s.Rank, low)
-		case i > 0 && p <= s.Exclude[i-1]:
-			return stateErr("exclude", "positions not in increasing order (%d after %d)", p, s.Exclude[i-1])
-		}
+	c := plan.Cursor{Done: s.Done}
+	if err := c.Check(e, s.Share); err != nil {
+		return stateErr("done", "%v", err)
 	}
+	c.Taken = s.Taken
+	if err := c.Check(e, s.Share); err != nil {
+		return stateErr("taken", "%v", err)
+	}
+	return l.checkPending(s, e)
+}
+
+// checkRest checks what Reshard handed on: the ranges left increasing
+// and within the stream and its repeats, the pending rows no more than
+// there can be.
+func (l *Loader) checkRest(s *State) error {
+	lim := 4*s.Total + 1<<26 // the stream and, far beyond any PadLast repeats, no more
+	if err := plan.CheckSpans(s.Rest, lim); err != nil {
+		return stateErr("rest", "%v", err)
+	}
+	if s.RestPending > plan.MaxStream {
+		return stateErr("rest_pending", "%d rows", s.RestPending)
+	}
+	return nil
+}
+
+// checkPending checks s's pending rows: on pages of the dataset, partly
+// delivered only in tokens output, listed once, and taken in with their
+// units (a unit of this rank's share still ahead would deliver them
+// again).
+func (l *Loader) checkPending(s *State, e *plan.Epoch) error {
 	if len(s.Pending) > 0 && l.cfg.BatchRows == 0 {
 		return stateErr("pending", "it holds %d buffered rows, which only row batches (BatchRows > 0) can deliver", len(s.Pending))
 	}
 	seen := make(map[RowRef]bool, len(s.Pending))
+	starts := map[uint64]uint64{} // unit item → its stream coordinate
 	for _, r := range s.Pending {
 		if r.Page >= uint64(l.ix.NumPages(l.lead)) {
 			return stateErr("pending", "row of page %d beyond the dataset's %d pages", r.Page, l.ix.NumPages(l.lead))
@@ -211,166 +247,119 @@ func (l *Loader) checkState(s *State) error {
 			return stateErr("pending", "row %d of page %d is listed twice", r.Row, r.Page)
 		}
 		seen[k] = true
-		// A pending row was taken in with its unit: a unit of this rank
-		// still ahead would deliver it again. (A unit below Start, or of
-		// another rank's positions after Reshard, was taken in by the
-		// world; this rank cannot tell more.)
-		pos, ok := l.unitPos(sh.Perm, r)
+		item, off, ok := l.rowUnit(r)
 		if !ok {
+			if l.cfg.Shuffle == ShuffleRowGroup {
+				continue // its place in the row group is unknown: restore checks the row
+			}
 			return stateErr("pending", "row %d of page %d is beyond the page's rows", r.Row, r.Page)
 		}
-		if pos >= s.Start && (pos-s.Start)%uint64(s.World) == uint64(s.Rank) && !s.consumed(pos) {
-			return stateErr("pending", "row %d of page %d belongs to a unit not yet taken in (position %d)", r.Row, r.Page, pos)
+		x, ok := starts[item]
+		if !ok {
+			x = e.X(e.Order.Position(item))
+			starts[item] = x
+		}
+		if ahead(s, x+uint64(off)) {
+			return stateErr("pending", "row %d of page %d belongs to a unit not yet taken in (stream coordinate %d)", r.Row, r.Page, x+uint64(off))
 		}
 	}
 	return nil
 }
 
-// checkRemainder checks what a Reshard state says of the original plan:
-// its end within the epoch (past the units only with PadLast) and its cut
-// units among the rank's positions before the end, each cut short of its
-// rows (row batches only).
-func (l *Loader) checkRemainder(s *State) error {
-	lim := l.nUnits
-	if l.cfg.PadLast {
-		lim += maxReshardExclude
-	}
-	end := l.nUnits
-	if s.End != nil {
-		end = *s.End
-	}
-	switch {
-	case end > lim:
-		return stateErr("end", "position %d beyond the epoch's %d units", end, l.nUnits)
-	case end < s.Start:
-		return stateErr("end", "position %d before the start %d", end, s.Start)
-	case len(s.Cut) > 0 && (l.cfg.BatchRows == 0 || s.End == nil || l.nUnits == 0):
-		return stateErr("cut", "%d units cut, which only row batches with a recorded end do", len(s.Cut))
-	}
-	for i, c := range s.Cut {
-		switch {
-		case c.Pos < s.Start || c.Pos >= end || (c.Pos-s.Start)%uint64(s.World) != uint64(s.Rank):
-			return stateErr("cut", "position %d is not among rank %d's positions from %d to %d", c.Pos, s.Rank, s.Start, end)
-		case i > 0 && c.Pos <= s.Cut[i-1].Pos:
-			return stateErr("cut", "positions not in increasing order (%d after %d)", c.Pos, s.Cut[i-1].Pos)
+// ahead reports whether the row at stream coordinate x (or a repeat of
+// it, x + k·Total) lies in the part of s's share not taken in.
+func ahead(s *State, x uint64) bool {
+	t := s.Total
+	taken := s.Taken
+	for _, sp := range s.Share {
+		lo := max(sp.Lo, s.Done)
+		if lo >= sp.Hi || t == 0 {
+			continue
 		}
-		pos := c.Pos
-		if pos >= l.nUnits {
-			pos %= l.nUnits
+		// The first coordinate at or past lo that names x's row.
+		y := x
+		if lo > x {
+			y = x + (lo-x+t-1)/t*t
 		}
-		item := pos
-		if l.cfg.Shuffle != ShuffleNone && l.cfg.Shuffle != ShuffleStream {
-			item = l.perm(s.Epoch).At(pos)
-		}
-		if n := l.unitRows(item); c.Rows < 0 || c.Rows >= n {
-			return stateErr("cut", "unit at position %d cut to %d of its %d rows", c.Pos, c.Rows, n)
+		for ; y < sp.Hi; y += t {
+			in := false
+			for _, tk := range taken {
+				if y >= tk.Lo && y < tk.Hi {
+					in = true
+					break
+				}
+			}
+			if !in {
+				return true
+			}
 		}
 	}
-	return nil
-}
-
-// unitPos returns the epoch position (in p) of the unit that delivers row
-// r, or false when r's row is beyond what the index says its page holds
-// (row mode, where the unit is the row).
-func (l *Loader) unitPos(p perm.Perm, r RowRef) (uint64, bool) {
-	g := int(r.Page)
-	switch l.cfg.Shuffle {
-	case ShuffleNone, ShuffleStream:
-		return uint64(g), true
-	case ShuffleRowGroup:
-		return p.Position(uint64(l.ix.Locate(l.lead, g).Chunk)), true
-	case ShuffleRow:
-		if int64(r.Row) >= l.rowStart[g+1]-l.rowStart[g] {
-			return 0, false
-		}
-		return p.Position(uint64(l.rowStart[g] + int64(r.Row))), true
-	}
-	return p.Position(uint64(g)), true
-}
-
-// consumed reports whether global position pos is taken in by the state's
-// rank: below its Done-th shard position, or excluded.
-func (s *State) consumed(pos uint64) bool {
-	if pos < s.Start || (pos-s.Start)%uint64(s.World) != uint64(s.Rank) {
-		return false
-	}
-	if (pos-s.Start)/uint64(s.World) < s.Done {
-		return true
-	}
-	_, found := slices.BinarySearch(s.Exclude, pos)
-	return found
+	return false
 }
 
 // Reshard turns the states of every rank of one world (taken at the same
-// step or not) into states for a world of world ranks that together deliver
-// exactly the rows the original world had yet to deliver in the epoch: the
-// new shards start at the first position no rank has taken in, positions
-// beyond it that some rank took in are excluded, and the pending rows are
-// dealt out round-robin.
-//
-// What the original world's plan left out stays left out: the units at or
-// beyond each rank's End (DropLast) are excluded, and a unit that plan cut
-// (row batches: a rank's last unit delivers only its first rows) is cut the
-// same way by the new rank that takes it in. So the rows delivered before
-// the checkpoint and after it are the epoch's rows less the original
-// plan's DropLast tail, each once (PadLast: plus its repeats), whatever
-// the world sizes and the steps at which the states were taken. The new
-// world's epoch remainder does not have equal steps; the next epoch does.
-// States that do not record End (written before it was) are resharded to
-// the epoch's last unit, the dropped tail included.
+// step or not) into states for a world of world ranks that together
+// deliver exactly the rows the original world had yet to deliver in the
+// epoch, each once: the rows taken in but not delivered (Pending) first,
+// dealt round-robin, then the ranges of the ranks' shares no rank has
+// taken in, in stream order. Each new rank deals that rest at Open, from
+// its own Config, as a fresh epoch's plan deals the whole stream: under
+// DropLast and PadLast every new rank gets the same number of full
+// batches, and the deal leaves out (or repeats) fewer than World batches'
+// worth; KeepUneven deals within one row. So the rest of the epoch takes
+// equal steps on every new rank, and the new world may change the batch
+// size. What the original plan left out stays left out. Tokens output
+// deals the rows evenly, and the new ranks derive the steps from the
+// dataset's mean tokens per row.
 func Reshard(states []*State, world int) ([]*State, error) {
 	byRank, err := reshardByRank(states, world)
 	if err != nil {
 		return nil, err
 	}
-	s0 := states[0] // its RNG seeds the new ranks'
-	// The first position not taken in by its owner.
-	start := ^uint64(0)
-	for r, s := range byRank {
-		start = min(start, s.Start+s.Done*uint64(s.World)+uint64(r))
-	}
-	// The end of the remainder: where the last rank's share ends.
-	recorded := s0.End != nil
-	end := uint64(0)
-	for _, s := range byRank {
-		if recorded {
-			end = max(end, *s.End)
-		}
-	}
-	exclude, pending, cuts, err := reshardLeftOut(byRank, start, end, recorded)
-	if err != nil {
-		return nil, err
-	}
+	s0 := byRank[0]
 	out := make([]*State, world)
 	for r := range out {
-		ns := &State{Version: stateVersion, Dataset: s0.Dataset, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle, Seed: s0.Seed, Output: s0.Output,
-			Files: s0.Files, Epoch: s0.Epoch, Start: start, Rank: r, World: world, EpochEnd: s0.EpochEnd, Resharded: !s0.EpochEnd,
-			RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
-		if recorded && !s0.EpochEnd {
-			e := max(end, start)
-			ns.End = &e
+		out[r] = &State{Version: stateVersion, Dataset: s0.Dataset, Files: s0.Files, Columns: s0.Columns, Lead: s0.Lead, Shuffle: s0.Shuffle,
+			Output: s0.Output, Seed: s0.Seed, Epoch: s0.Epoch, Rank: r, World: world, BatchRows: s0.BatchRows, BatchPages: s0.BatchPages,
+			Policy: s0.Policy, Total: s0.Total, EpochEnd: s0.EpochEnd, RNG: s0.RNG ^ (0x9e3779b97f4a7c15 * uint64(r+1))}
+	}
+	if s0.EpochEnd {
+		return out, nil
+	}
+	// The new world's policy: as the old one's, but a default follows the
+	// world as Config's does (DropLast for several ranks, KeepUneven for
+	// one), so that a world grown from one rank takes equal steps.
+	old := make([]plan.Progress, len(byRank))
+	var pending []RowRef
+	for r, s := range byRank {
+		old[r] = plan.Progress{Spans: s.Share, Cursor: plan.Cursor{Done: s.Done, Taken: s.Taken}, Pending: uint64(len(s.Pending))}
+		pending = append(pending, s.Pending...)
+	}
+	var rest plan.Rest
+	if s0.Fresh {
+		// Not resumed since Reshard made them: the same rest, dealt anew.
+		rest = plan.Rest{Spans: s0.Rest, Pending: uint64(len(pending))}
+		if err := plan.CheckSpans(rest.Spans, plan.MaxStream); err != nil {
+			return nil, stateErr("rest", "%v", err)
 		}
-		for _, p := range exclude {
-			if (p-start)%uint64(world) == uint64(r) {
-				ns.Exclude = append(ns.Exclude, p)
-			}
+	} else {
+		var err error
+		if rest, err = plan.Reshard(old); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrState, err)
 		}
-		for _, c := range cuts {
-			if (c.Pos-start)%uint64(world) == uint64(r) {
-				ns.Cut = append(ns.Cut, c)
-			}
-		}
+	}
+	for r, ns := range out {
+		ns.Resharded, ns.Fresh = true, true
+		ns.Rest, ns.RestPending = rest.Spans, rest.Pending
 		for i := r; i < len(pending); i += world {
 			ns.Pending = append(ns.Pending, pending[i])
 		}
-		out[r] = ns
 	}
 	return out, nil
 }
 
 // reshardByRank checks that states are every rank of one world, of one
-// run and epoch, with counts that cannot wrap around, and returns them
-// indexed by rank.
+// run and epoch, dealt out the same way, and returns them indexed by rank.
 func reshardByRank(states []*State, world int) ([]*State, error) {
 	if world < 1 || world > maxWorld {
 		return nil, fmt.Errorf("%w: reshard to a world of %d (want 1..%d)", ErrConfig, world, maxWorld)
@@ -379,89 +368,40 @@ func reshardByRank(states []*State, world int) ([]*State, error) {
 		return nil, fmt.Errorf("%w: reshard %d states to world %d", ErrState, len(states), world)
 	}
 	s0 := states[0]
-	if len(states) != s0.World {
-		return nil, fmt.Errorf("%w: %d states for a world of %d", ErrState, len(states), s0.World)
+	if s0 == nil || len(states) != s0.World {
+		w := 0
+		if s0 != nil {
+			w = s0.World
+		}
+		return nil, fmt.Errorf("%w: %d states for a world of %d", ErrState, len(states), w)
 	}
 	byRank := make([]*State, s0.World)
 	for _, s := range states {
-		if s.Version != stateVersion || s.Dataset != s0.Dataset || s.Seed != s0.Seed || s.Epoch != s0.Epoch || s.Start != s0.Start ||
-			s.World != s0.World || s.Shuffle != s0.Shuffle || s.EpochEnd != s0.EpochEnd || s.Output != s0.Output ||
-			s.Lead != s0.Lead || !slices.Equal(s.Columns, s0.Columns) || (s.End == nil) != (s0.End == nil) {
-			return nil, fmt.Errorf("%w: states of different runs or epochs", ErrState)
+		if s == nil {
+			return nil, fmt.Errorf("%w: a nil state", ErrState)
+		}
+		if s.Version != stateVersion {
+			return nil, versionErr(s.Version)
+		}
+		if s.Dataset != s0.Dataset || s.Seed != s0.Seed || s.Epoch != s0.Epoch || s.World != s0.World || s.Shuffle != s0.Shuffle ||
+			s.Fresh != s0.Fresh || (s.Fresh && !slices.Equal(s.Rest, s0.Rest)) ||
+			s.EpochEnd != s0.EpochEnd || s.Output != s0.Output || s.Lead != s0.Lead || !slices.Equal(s.Columns, s0.Columns) ||
+			s.BatchRows != s0.BatchRows || s.BatchPages != s0.BatchPages || s.Policy != s0.Policy || s.Total != s0.Total {
+			return nil, fmt.Errorf("%w: states of different runs, epochs or settings", ErrState)
 		}
 		if s.Rank < 0 || s.Rank >= s.World || byRank[s.Rank] != nil {
 			return nil, fmt.Errorf("%w: rank %d missing or twice", ErrState, s.Rank)
 		}
-		// Start + Done·World + Rank must not wrap around (Open checks the
-		// rest against the dataset).
-		if w, lim := uint64(s.World), ^uint64(0)-uint64(s.Rank); s.Start > lim || s.Done > (lim-s.Start)/w {
-			return nil, stateErr("done", "rank %d: %d units done from position %d overflow", s.Rank, s.Done, s.Start)
-		}
 		byRank[s.Rank] = s
 	}
+	if _, err := plan.ParsePolicy(s0.Policy); err != nil {
+		return nil, stateErr("policy", "%v", err)
+	}
+	if s0.BatchRows < 0 || (s0.BatchRows == 0 && s0.BatchPages <= 0) {
+		return nil, stateErr("batch_rows", "batches of %d rows or %d units", s0.BatchRows, s0.BatchPages)
+	}
+	if s0.Total > plan.MaxStream {
+		return nil, stateErr("total", "a stream of %d", s0.Total)
+	}
 	return byRank, nil
-}
-
-// reshardLeftOut returns what the remainder from start to end (recorded:
-// the states record their End) must not deliver again or must deliver
-// differently: the positions to exclude (sorted, once each), the pending
-// rows of every rank in rank order, and the cut units not yet taken in
-// (by position). The exclusions it adds are capped at maxReshardExclude.
-func reshardLeftOut(byRank []*State, start, end uint64, recorded bool) ([]uint64, []RowRef, []UnitCut, error) {
-	var exclude []uint64
-	var pending []RowRef
-	var cuts []UnitCut
-	for r, s := range byRank {
-		for _, p := range s.Exclude {
-			if p >= start && (!recorded || p < end) {
-				exclude = append(exclude, p)
-			}
-		}
-		pending = append(pending, s.Pending...)
-		// A cut unit not yet taken in keeps its cut; one taken in has
-		// delivered its rows or holds them pending.
-		for _, c := range s.Cut {
-			if c.Pos >= start && c.Pos < *s.End && !s.consumed(c.Pos) {
-				cuts = append(cuts, c)
-			}
-		}
-		// The positions of rank r's own plan at or beyond its end and
-		// before the remainder's end were left out: exclude them.
-		if !recorded || *s.End >= end || s.EpochEnd {
-			continue
-		}
-		w := uint64(s.World)
-		first := max(*s.End, start)
-		if first < s.Start+uint64(r) {
-			first = s.Start + uint64(r)
-		} else if k := (first - s.Start - uint64(r)) % w; k != 0 {
-			first += w - k
-		}
-		if first < end && (end-first-1)/w+1 > maxReshardExclude-uint64(len(exclude)) {
-			return nil, nil, nil, stateErr("end", "rank %d ends its share %d positions before the last rank's", r, end-*s.End)
-		}
-		for p := first; p < end; p += w {
-			exclude = append(exclude, p)
-		}
-	}
-	slices.SortFunc(cuts, func(a, b UnitCut) int { return cmp.Compare(a.Pos, b.Pos) })
-	// Positions below a rank's Done but at or beyond start were taken in:
-	// those of shard indexes j0 ≤ j < Done, j0 the first at or past start.
-	for r, s := range byRank {
-		w := uint64(s.World)
-		j0 := uint64(0)
-		if first := s.Start + uint64(r); first < start {
-			j0 = (start - first + w - 1) / w
-		}
-		if s.Done > j0 && s.Done-j0 > maxReshardExclude-uint64(len(exclude)) {
-			return nil, nil, nil, stateErr("done", "rank %d is %d units ahead of the slowest rank", r, s.Done-j0)
-		}
-		for j := j0; j < s.Done; j++ {
-			if p := s.Start + j*w + uint64(r); !recorded || p < end {
-				exclude = append(exclude, p)
-			}
-		}
-	}
-	slices.Sort(exclude)
-	return slices.Compact(exclude), pending, cuts, nil
 }

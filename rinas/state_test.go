@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pagefeed/pagefeed/rinas/plan"
 )
 
 // tokensState returns a tokens-output configuration on the v2 dataset and
@@ -47,11 +49,28 @@ func cloneState(t *testing.T, s *State) *State {
 	return c
 }
 
+// pieces returns the first n pieces (n < 0: all) of s's share not taken
+// in, as cfg's loader plans them.
+func pieces(t *testing.T, cfg Config, s *State, n int) []plan.Piece {
+	t.Helper()
+	l := openT(t, cfg)
+	e := l.epochPlan(s.Epoch)
+	w := e.Walk(s.Share, plan.Cursor{Done: s.Done})
+	var out []plan.Piece
+	for p, ok := w.Next(); ok && (n < 0 || len(out) < n); p, ok = w.Next() {
+		out = append(out, p)
+	}
+	if n >= 0 && len(out) < n {
+		t.Fatalf("%d pieces left in the share, want %d", len(out), n)
+	}
+	return out
+}
+
 // TestStateFieldsValidated: a State whose fields do not fit the loader it
 // resumes (edited, corrupted, or from another configuration) fails Open
 // with ErrState naming the field, instead of panicking (a token count past
-// its document), wrapping around (Start + Done·World) into an empty epoch,
-// or delivering rows twice.
+// its document), wrapping around into an empty epoch, or delivering rows
+// twice.
 func TestStateFieldsValidated(t *testing.T) {
 	tcfg, tst := tokensState(t)
 	ds := testDataset(t, "v2")
@@ -81,35 +100,41 @@ func TestStateFieldsValidated(t *testing.T) {
 	}{
 		{"token count past the document", true, func(s *State, c *Config) { s.Pending[0].Tok = 1 << 30 }, "pending"},
 		{"tokens state resumed as arrow", true, func(s *State, c *Config) { c.Output, c.SeqLen = OutputArrow, 0 }, "output"},
-		{"old tokens state resumed as arrow", true, func(s *State, c *Config) { s.Output, c.Output, c.SeqLen = "", OutputArrow, 0 }, "pending"},
 		{"done wraps around", false, func(s *State, c *Config) { s.Done = 1 << 63 }, "done"},
-		{"done past the shard", false, func(s *State, c *Config) { s.Done = uint64(ds.rows) }, "done"},
-		{"start past the epoch", false, func(s *State, c *Config) { s.Start = 1 << 40 }, "start"},
+		{"done past the share", false, func(s *State, c *Config) { s.Done = s.Share[0].Hi + 1 }, "done"},
+		{"share of another rank", false, func(s *State, c *Config) { s.Share[0].Lo, s.Share[0].Hi = 0, s.Share[0].Hi-s.Share[0].Lo }, "share"},
+		{"share past the epoch", false, func(s *State, c *Config) { s.Share[0].Hi = 1 << 40 }, "share"},
 		{"epoch past the run", false, func(s *State, c *Config) { s.Epoch = 1 }, "epoch"},
 		{"epoch before the run", false, func(s *State, c *Config) { c.Epoch = 3; c.Epochs = 2 }, "epoch"},
-		{"exclude of another rank", false, func(s *State, c *Config) { s.Exclude = []uint64{s.Start + (s.Done+2)*2} }, "exclude"},
-		{"exclude below done", false, func(s *State, c *Config) { s.Exclude = []uint64{s.Start + 1} }, "exclude"},
-		{"exclude past the epoch", false, func(s *State, c *Config) { s.Exclude = []uint64{1<<40 + 1} }, "exclude"},
-		{"exclude out of order", false, func(s *State, c *Config) {
-			p := s.Start + (s.Done+5)*2 + 1
-			s.Exclude = []uint64{p, p - 2}
-		}, "exclude"},
+		{"another batch size", false, func(s *State, c *Config) { c.BatchRows++ }, "batch_rows"},
+		{"another policy", false, func(s *State, c *Config) { c.DropLast, c.PadLast = false, true }, "policy"},
+		{"another stream", false, func(s *State, c *Config) { s.Total++ }, "total"},
+		{"taken outside the share", false, func(s *State, c *Config) { s.Taken = []Span{{Lo: s.Share[0].Hi + 1, Hi: s.Share[0].Hi + 9}} }, "taken"},
+		{"taken below done", false, func(s *State, c *Config) { s.Taken = []Span{{Lo: s.Done - 2, Hi: s.Done - 1}} }, "taken"},
+		{"taken past the epoch", false, func(s *State, c *Config) { s.Taken = []Span{{Lo: 1 << 40, Hi: 1<<40 + 1}} }, "taken"},
+		{"taken out of order", false, func(s *State, c *Config) {
+			p := pieces(t, *c, s, 3)
+			s.Taken = []Span{{Lo: p[2].X0, Hi: p[2].X1}, {Lo: p[1].X0, Hi: p[1].X1}}
+		}, "taken"},
+		{"taken not a piece", false, func(s *State, c *Config) {
+			p := pieces(t, *c, s, 2)
+			s.Taken = []Span{{Lo: p[1].X0, Hi: p[1].X1 - 1}}
+		}, "taken"},
 		{"pending row of a unit still ahead", false, func(s *State, c *Config) {
-			// Rows of the shard's last page: its unit is not taken in yet.
-			l := openT(t, *c)
-			sh, _ := l.perm(s.Epoch).Shard(s.Start, s.Rank, s.World)
-			g := sh.At(sh.Len() - 1)
-			s.Pending = []RowRef{{Page: g, Row: 0}}
+			// A row of the share's last unit: not taken in yet.
+			p := pieces(t, *c, s, -1)
+			s.Pending = []RowRef{{Page: p[len(p)-1].Item, Row: uint32(p[len(p)-1].Lo)}}
 		}, "pending"},
 		{"pending row twice", false, func(s *State, c *Config) { s.Pending = append(s.Pending, s.Pending[0]) }, "pending"},
 		{"pending page past the dataset", false, func(s *State, c *Config) { s.Pending[0].Page = 1 << 40 }, "pending"},
 		{"pending row past its page", false, func(s *State, c *Config) { s.Pending[0].Row = 1 << 20 }, "pending"},
 		{"partly delivered row in arrow output", false, func(s *State, c *Config) { s.Pending[0].Tok = 1 }, "pending"},
-		{"finished epoch with rows pending", false, func(s *State, c *Config) { s.EpochEnd = true; s.Done = 0; s.Exclude = nil }, "epoch_end"},
+		{"finished epoch with rows pending", false, func(s *State, c *Config) { s.EpochEnd = true; s.Done = 0; s.Taken = nil }, "epoch_end"},
 		{"another seed", false, func(s *State, c *Config) { s.Seed++ }, "seed"},
 		{"another shuffle", false, func(s *State, c *Config) { s.Shuffle = "row" }, "shuffle"},
 		{"another rank", false, func(s *State, c *Config) { s.Rank = 0 }, "rank"},
-		{"another version", false, func(s *State, c *Config) { s.Version = 2 }, "version"},
+		{"another version", false, func(s *State, c *Config) { s.Version = 3 }, "version"},
+		{"version 1", false, func(s *State, c *Config) { s.Version = 1 }, "version"},
 		{"another dataset", false, func(s *State, c *Config) { s.Dataset = "x" }, "dataset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,54 +205,48 @@ func TestResumeFinishedRun(t *testing.T) {
 	checkExactlyOnce(t, ids, ds.rows)
 }
 
-// TestResumeStateWithoutOutput: States written before State.Output was
-// recorded (no "output" field) still resume.
-func TestResumeStateWithoutOutput(t *testing.T) {
-	ds := testDataset(t, "v2")
-	cfg := baseConfig(ds, "id")
-	cfg.BatchRows, cfg.BatchPages = 50, 2
-	head, _, states := drain(t, openT(t, cfg), 5)
-	b, err := MarshalState(states[len(states)-1])
-	if err != nil {
-		t.Fatal(err)
+// TestOldStateRefused: a State of the format before shares (version 1,
+// shard positions) is refused with ErrState naming the version.
+func TestOldStateRefused(t *testing.T) {
+	old := `{"version":1,"dataset":"d","shuffle":"page","seed":0,"epoch":0,"start":0,"rank":0,"world":2,"done":3,"rng":1}`
+	_, err := UnmarshalState([]byte(old))
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "field version:") {
+		t.Fatalf("UnmarshalState of a version 1 state: %v", err)
 	}
-	old := strings.Replace(string(b), `,"output":"arrow"`, "", 1)
-	if old == string(b) {
-		t.Fatalf("state %s has no output field to drop", b)
+	if _, err := Reshard([]*State{{Version: 1, World: 1}}, 2); !errors.Is(err, ErrState) {
+		t.Fatalf("Reshard of a version 1 state: %v", err)
 	}
-	st, err := UnmarshalState([]byte(old))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Resume = st
-	rest, _, _ := drain(t, openT(t, cfg), -1)
-	checkExactlyOnce(t, append(head, rest...), ds.rows)
 }
 
-// TestReshardRejectsOverflowingStates: a rank whose Done would wrap
-// Start + Done·World, or that claims to be absurdly far ahead of the
-// others, is refused at once instead of looping over the gap.
-func TestReshardRejectsOverflowingStates(t *testing.T) {
-	mk := func(rank int, done uint64) *State {
-		return &State{Version: stateVersion, Dataset: "d", Shuffle: "page", Seed: 1, Start: 10, Rank: rank, World: 2, Done: done}
+// TestReshardRejectsBadStates: states whose shares run past any stream,
+// whose progress lies outside their share, or that ask for an absurd
+// world, are refused at once, before anything is allocated for them.
+func TestReshardRejectsBadStates(t *testing.T) {
+	mk := func(rank int, share Span, done uint64) *State {
+		return &State{Version: stateVersion, Dataset: "d", Shuffle: "page", Output: "arrow", Seed: 1, Rank: rank, World: 2,
+			BatchRows: 8, Policy: "drop", Total: 100, Share: []Span{share}, Done: done}
 	}
 	for _, tc := range []struct {
 		name   string
 		states []*State
+		world  int
 	}{
-		{"wraps", []*State{mk(0, 0), mk(1, 1<<63)}},
-		{"far ahead", []*State{mk(0, 0), mk(1, 1<<40)}},
+		{"share past any stream", []*State{mk(0, Span{Lo: 0, Hi: 40}, 0), mk(1, Span{Lo: 40, Hi: 1 << 63}, 40)}, 3},
+		{"done outside the share", []*State{mk(0, Span{Lo: 0, Hi: 40}, 0), mk(1, Span{Lo: 40, Hi: 80}, 1<<40)}, 3},
+		{"world of 2^40", []*State{mk(0, Span{Lo: 0, Hi: 40}, 0), mk(1, Span{Lo: 40, Hi: 80}, 40)}, 1 << 40},
+		{"a missing rank", []*State{mk(0, Span{Lo: 0, Hi: 40}, 0), mk(0, Span{Lo: 40, Hi: 80}, 40)}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
-				_, err := Reshard(tc.states, 3)
+				_, err := Reshard(tc.states, tc.world)
 				done <- err
 			}()
 			select {
 			case err := <-done:
-				if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "field done:") {
-					t.Fatalf("Reshard: %v, want ErrState naming field done", err)
+				// A world out of range is the caller's argument, not the states'.
+				if want := map[bool]error{false: ErrState, true: ErrConfig}[tc.world > maxWorld]; !errors.Is(err, want) {
+					t.Fatalf("Reshard: %v, want %v", err, want)
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("Reshard still running after 5 s")

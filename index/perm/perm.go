@@ -1,5 +1,5 @@
-// Package perm gives each epoch's page order as a stateless, seeded
-// bijection of [0, N), and splits it among ranks.
+// Package perm gives each epoch's unit order as a stateless, seeded
+// bijection of [0, N).
 //
 // A Perm maps a position k in [0, N) to a page number in O(1) time and
 // memory, without allocation: a 4-round Feistel network over the smallest
@@ -10,44 +10,19 @@
 // multiply-xorshift of the half; round keys come from (seed, epoch) through
 // SplitMix64's full mixer.
 //
-// # Positions, ranks and checkpoints
+// # Positions
 //
 // The global position is the truth. An epoch's order is the sequence
-// P.At(0), P.At(1), ..., P.At(N-1). A Shard hands rank r of W the positions
-// Start+r, Start+r+W, Start+r+2W, ...: round-robin from Start, so the ranks'
-// shares are disjoint and together cover every position ≥ Start exactly
-// once, also when fewer than W positions remain (the later ranks then get
-// none).
-//
-// # Equal shares
-//
-// Synchronous data-parallel training needs every rank to take the same
-// number of steps. Shard.End bounds the positions a shard covers: with
-// End = ⌊N/W⌋·W (EvenEnd with pad false) the last N mod W positions are
-// dropped and every rank gets ⌊N/W⌋ items; with End = ⌈N/W⌉·W (pad true)
-// the positions from N on wrap around to the start of the order (position
-// p ≥ N is item At(p mod N)), as PyTorch's DistributedSampler pads, and
-// every rank gets ⌈N/W⌉. A caller may also set a per-rank End (ranks whose
-// items differ in weight, e.g. rows per page): Len and At follow it.
-//
-// A Cursor (seed, epoch, position) says that every position below Position
-// has been consumed and none at or above it. After each rank has consumed j
-// items of its shard (a step barrier, as synchronous data-parallel training
-// has), the cursor is Shard.Checkpoint(j): Position = Start + j·W, clamped to
-// N. Resuming from a cursor, with the same or any other world size, starts
-// new shards at Position and so reproduces exactly the rest of the order.
-// Where ranks stop at different j, checkpoint the smallest j: positions that
-// faster ranks had consumed beyond it are served again after resume.
+// P.At(0), P.At(1), ..., P.At(N-1); Position inverts At, and Positions
+// inverts a range of items at once, for the passes that visit every item
+// of an epoch. A checkpoint names positions, so it needs no N-sized array
+// to resume: the loader's epoch plan shares the positions
+// among ranks and records how far each rank got.
 package perm
 
 import (
-	"errors"
-	"fmt"
 	"math/bits"
 )
-
-// ErrShard reports an invalid rank or world size.
-var ErrShard = errors.New("perm: invalid shard")
 
 const rounds = 4 // Positions unrolls them
 
@@ -195,98 +170,3 @@ func (p Perm) Positions(lo uint64, out []uint64) {
 		out[next] = p.Position(lo + next)
 	}
 }
-
-// Shard is one rank's share of an epoch's positions from Start: the j-th
-// item of the shard is at global position Start + j·World + Rank, for the
-// positions below End. Positions at or beyond N wrap: position p is item
-// At(p mod N) (padding; see "Equal shares").
-type Shard struct {
-	Perm  Perm
-	Start uint64
-	End   uint64 // positions covered are below End; N by default
-	Rank  int
-	World int
-}
-
-// EvenEnd returns the end position that gives each of world ranks the same
-// number of the n positions: ⌊n/world⌋·world (the remainder dropped) or,
-// with pad, ⌈n/world⌉·world (the shortfall repeated from the start).
-func EvenEnd(n uint64, world int, pad bool) uint64 {
-	w := uint64(max(world, 1))
-	if pad {
-		return (n + w - 1) / w * w
-	}
-	return n / w * w
-}
-
-// WithEnd returns the shard covering the positions below end instead.
-func (s Shard) WithEnd(end uint64) Shard {
-	s.End = max(end, s.Start)
-	return s
-}
-
-// Shard returns rank's share of the positions from start on, for a world
-// of world ranks.
-func (p Perm) Shard(start uint64, rank, world int) (Shard, error) {
-	if world < 1 || rank < 0 || rank >= world {
-		return Shard{}, fmt.Errorf("%w: rank %d of world %d", ErrShard, rank, world)
-	}
-	return Shard{Perm: p, Start: min(start, p.n), End: p.n, Rank: rank, World: world}, nil
-}
-
-// Len returns the number of items of the shard.
-func (s Shard) Len() uint64 {
-	first := s.Start + uint64(s.Rank)
-	if first >= s.End {
-		return 0
-	}
-	return (s.End-first-1)/uint64(s.World) + 1
-}
-
-// Pos returns the global position of the shard's j-th item.
-func (s Shard) Pos(j uint64) uint64 { return s.Start + j*uint64(s.World) + uint64(s.Rank) }
-
-// At returns the shard's j-th item. It panics if j ≥ Len().
-func (s Shard) At(j uint64) uint64 { return s.Perm.At(s.Wrap(s.Pos(j))) }
-
-// Wrap maps a position to the one in [0, N) it repeats: p mod N.
-func (s Shard) Wrap(p uint64) uint64 {
-	if p < s.Perm.n {
-		return p
-	}
-	return p % s.Perm.n
-}
-
-// Checkpoint returns the cursor of the whole world after every rank has
-// consumed done items of its shard: position Start + done·World, at most
-// End.
-func (s Shard) Checkpoint(seed, epoch, done uint64) Cursor {
-	pos := s.End
-	if d := s.End - s.Start; done < d/uint64(s.World)+1 {
-		pos = min(s.Start+done*uint64(s.World), s.End)
-	}
-	return Cursor{Seed: seed, Epoch: epoch, Position: pos}
-}
-
-// Cursor is a resumable point in a run: every position below Position of
-// epoch Epoch has been consumed, none at or above it.
-type Cursor struct {
-	Seed     uint64
-	Epoch    uint64
-	Position uint64
-}
-
-// Perm returns the cursor's epoch order over n items.
-func (c Cursor) Perm(n uint64) Perm { return New(n, c.Seed, c.Epoch) }
-
-// Shard returns rank's share of what remains of the cursor's epoch over n
-// items, for a world of world ranks (any world size).
-func (c Cursor) Shard(n uint64, rank, world int) (Shard, error) {
-	return c.Perm(n).Shard(c.Position, rank, world)
-}
-
-// Done reports whether the cursor's epoch is finished for n items.
-func (c Cursor) Done(n uint64) bool { return c.Position >= n }
-
-// NextEpoch returns the cursor at the start of the following epoch.
-func (c Cursor) NextEpoch() Cursor { return Cursor{Seed: c.Seed, Epoch: c.Epoch + 1} }

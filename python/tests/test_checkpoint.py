@@ -78,12 +78,6 @@ def test_resume_with_other_workers(corpus, tmp_path):
         assert sorted(head["ids"] + tail["ids"]) == list(range(ROWS)), workers
 
 
-RESHARD_LEN = pytest.mark.xfail(strict=True, reason="the loader's Len of a resharded epoch remainder is not yet "
-                                "exact (the epoch plan that shares rows and gives equal steps after a reshard "
-                                "is not on this branch)")
-
-
-@RESHARD_LEN
 def test_len_after_reshard_of_worker_shards(corpus, tmp_path):
     a = dict(paths=corpus, kw=KW)
     head = run(tmp_path, "head", workers=2, steps=9, **a)
@@ -134,8 +128,7 @@ print(json.dumps(out))
 @pytest.mark.parametrize("world,workers", [(4, 0), (4, 2), (3, 0), (1, 2)])
 def test_len_follows_set_epoch(corpus, world, workers):
     """len(ds) and len(dl) are the steps of the epoch set_epoch chose, for
-    every epoch (where ranks share whole pages they differ from epoch to
-    epoch here), with workers too."""
+    every epoch, with workers too."""
     for rank in sorted({0, world - 1}):
         r = run_py(LEN_EPOCHS, corpus, str(rank), str(world), str(workers), timeout=300)
         assert r.returncode == 0, r.stderr[-4000:]
@@ -177,7 +170,6 @@ def test_len_after_resume(corpus):
     heads_of_world4(corpus, dict(columns=["input_ids"], batch_rows=50, seed=2))
 
 
-@RESHARD_LEN
 def test_len_after_reshard(corpus):
     """A resharded loader's len() is the steps its remainder takes, on
     every new rank."""

@@ -181,8 +181,9 @@ def test_reshard_to_another_world(corpus, tmp_path):
 @pytest.mark.parametrize("worlds,seed", [((2, 3), 1), ((2, 3), 2), ((3, 2), 3), ((2, 1), 4), ((1, 2), 5)])
 def test_reshard_drop_last_keeps_its_tail(corpus, tmp_path, worlds, seed):
     """With the default (drop_last for world > 1), the rows before the
-    checkpoints and after the reshard are exactly the original world's
-    uninterrupted epoch: its dropped tail stays dropped, nothing repeats."""
+    checkpoints and after the reshard are the original world's
+    uninterrupted epoch (its dropped tail stays dropped), nothing repeats,
+    and the new world's equal steps leave out less than a batch per rank."""
     old, new = worlds
     kw = dict(columns=["id"], batch_rows=50, seed=4)
     full = [run_worker(tmp_path, "f%d" % r, paths=corpus, kw=kw, rank=r, world=old, steps=-1) for r in range(old)]
@@ -195,7 +196,10 @@ def test_reshard_drop_last_keeps_its_tail(corpus, tmp_path, worlds, seed):
     tails = [run_worker(tmp_path, "t%d" % r, paths=corpus, kw=kw, rank=r, world=new, steps=-1, state=states[r])
              for r in range(new)]
     got = sorted(sum((h["ids"] for h in heads), []) + sum((t["ids"] for t in tails), []))
-    assert got == want
+    assert len(got) == len(set(got)) and set(got) <= set(want)
+    assert len(want) - len(got) < (new * 50 if new > 1 else 1)
+    if new > 1:
+        assert len({t["steps"] for t in tails}) == 1
 
 
 def test_dataset_state_dict(corpus):
@@ -283,9 +287,6 @@ def test_torchrun_workers_equal_steps(torchrun_workers):
     assert len(ids) == len(set(ids)) and set(ids) <= set(range(ROWS))
 
 
-@pytest.mark.xfail(not os.path.isdir(os.path.join(ROOT, "rinas", "plan")), strict=True,
-                   reason="equal steps over world x workers shards drop whole pages per shard "
-                   "(the epoch plan that shares rows between ranks, rinas/plan, is not on this branch)")
 def test_torchrun_workers_lose_little(torchrun_workers):
     """Equal steps over 4 ranks x 2 workers leave out fewer than
     world x workers x batch_rows rows (here the id column's pages hold
