@@ -98,8 +98,9 @@ fuzz:
 clean:
 	rm -rf $(BIN) $(DEMO_DIR) out $(PYLIB) python/pagefeed/*.h python/dist python/build
 
-# soak: mixed loader runs under injected faults for SOAK_TIME (default 10m),
-# RSS and goroutines over time; not part of CI.
+# soak: mixed loader runs under injected faults, in-place rewrites and
+# interrupts for SOAK_TIME (default 10m), RSS and goroutines over time; not
+# part of CI.
 soak:
 	scripts/soak.sh $(SOAK_TIME)
 

@@ -1,6 +1,7 @@
-// Command soak runs pagefeed's mixed workload under injected read faults
-// for a while and reports resident memory and goroutines over time; both
-// must stay flat, and no row may be lost or duplicated. `make soak` runs
+// Command soak runs pagefeed's mixed workload under injected read faults,
+// in-place rewrites of files and interrupted Next calls for a while and
+// reports resident memory and goroutines over time; both must stay flat,
+// and no row may be lost, duplicated or wrong. `make soak` runs
 // it (SOAK_TIME, default 10m); it is not part of CI.
 //
 //	soak [--time 10m] [--interval 30s] [--dir DIR] [--json]
@@ -54,12 +55,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fmt.Fprintf(stdout, "soak: %v of mixed loader runs under injected faults, a sample every %v\n", *dur, *interval)
+	fmt.Fprintf(stdout, "soak: %v of mixed loader runs under injected faults, in-place rewrites and interrupts, a sample every %v\n", *dur, *interval)
 	rep, err := soak.Run(ctx, soak.Config{Duration: *dur, Interval: *interval, Dir: *dir, Out: stdout})
 	if rep != nil {
 		f := rep.Faults
-		fmt.Fprintf(stdout, "runs %d, batches %d, rows %d; read attempts %d; faults injected %d (EIO %d, short %d, EAGAIN %d, EINTR %d, ECANCELED %d); pages skipped %d; rows lost %d, duplicated %d\n",
-			rep.Runs, rep.Batches, rep.Rows, rep.Reads, f.Total(), f.EIO, f.Short, f.EAGAIN, f.EINTR, f.ECANCELED, rep.Skipped, rep.Lost, rep.Dup)
+		fmt.Fprintf(stdout, "runs %d, batches %d, rows %d; read attempts %d; faults injected %d (EIO %d, short %d, EAGAIN %d, EINTR %d, ECANCELED %d); pages skipped %d; "+
+			"rewrites in place %d (ErrFileChanged %d, skipped %d, undetected %d); interrupts %d, resumes %d, unreads %d; rows lost %d, duplicated %d, wrong %d\n",
+			rep.Runs, rep.Batches, rep.Rows, rep.Reads, f.Total(), f.EIO, f.Short, f.EAGAIN, f.EINTR, f.ECANCELED, rep.Skipped,
+			rep.Rewrites, rep.RewriteErrors, rep.RewriteSkips, rep.Undetected, rep.Interrupts, rep.Resumes, rep.Unreads, rep.Lost, rep.Dup, rep.Wrong)
 		fmt.Fprintf(stdout, "RSS growth first→last third %+.1f%%; goroutines (max per third) %d → %d; flat: %v\n",
 			100*rep.RSSGrowth, rep.GoroFirst, rep.GoroLast, rep.Flat)
 		if *asJSON {

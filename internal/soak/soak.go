@@ -12,6 +12,14 @@
 // equal the dataset's. SkipBadPages skips corruption only, so a run whose
 // read meets an injected EIO must fail with it: such runs are counted
 // (Report.EIOFailed), and their rows are not expected.
+//
+// Two more kinds of run test the contracts under change and interruption
+// (contracts.go). Rewrite runs overwrite a file of a second dataset in
+// place mid-epoch with another valid file of the same layout, and check
+// every row's value against the original's. Interrupt runs cancel Next's
+// context at random points, give batches back with Unread and resume new
+// loaders from State, and check that the epoch still delivers every row
+// exactly once.
 package soak
 
 import (
@@ -99,16 +107,34 @@ type Report struct {
 	EIOFailed int64                  `json:"eio_failed_runs"` // runs ended by an injected EIO, as they must
 	Lost      int64                  `json:"lost_rows"`       // rows neither delivered nor in a skipped page: must be 0
 	Dup       int64                  `json:"duplicated_rows"` // must be 0
-	RSSGrowth float64                `json:"rss_growth"`      // last third's median over the first third's, minus 1
-	GoroFirst int                    `json:"goroutines_first"`
-	GoroLast  int                    `json:"goroutines_last"`
-	Flat      bool                   `json:"flat"`
+	// Wrong counts rows delivered whose values are not the dataset's
+	// (a rewritten file's rows, or an id outside the dataset), and token
+	// epochs whose tokens differ from the dataset's: must be 0.
+	Wrong int64 `json:"wrong_rows"`
+	// Rewrites counts files rewritten in place mid-epoch; RewriteErrors
+	// the runs that then ended with ErrFileChanged naming the file, and
+	// RewriteSkips those that skipped its units (SkipBadPages) instead.
+	// Undetected counts rewrite runs that ended without an error although
+	// rows were missing or wrong: must be 0.
+	Rewrites      int64 `json:"rewrites"`
+	RewriteErrors int64 `json:"rewrite_errors"`
+	RewriteSkips  int64 `json:"rewrite_skips"`
+	Undetected    int64 `json:"rewrites_undetected"`
+	// Interrupts counts Next calls ended by their context; Resumes the
+	// loaders opened from another's State; Unreads the batches given back.
+	Interrupts int64   `json:"interrupts"`
+	Resumes    int64   `json:"resumes"`
+	Unreads    int64   `json:"unreads"`
+	RSSGrowth  float64 `json:"rss_growth"` // last third's median over the first third's, minus 1
+	GoroFirst  int     `json:"goroutines_first"`
+	GoroLast   int     `json:"goroutines_last"`
+	Flat       bool    `json:"flat"`
 }
 
 // Run runs the workload for cfg.Duration (or until ctx ends) and reports
 // the samples. It returns ErrNotFlat (with the report) when RSS grew more
 // than cfg.Growth or goroutines kept rising, and an error when a row was
-// lost or duplicated or a run failed.
+// lost, duplicated or wrong, a rewrite went undetected, or a run failed.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.fill()
 	dir := cfg.Dir
@@ -120,19 +146,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	res, err := gen.Run(ctx, gen.Config{Dir: dir, Files: 4, RowsPerFile: cfg.RowsPerFile, PageSize: 8 << 10, RowGroupRows: 5000,
-		PageVersion: 2, PageIndex: true, Dictionary: true, Codec: "zstd", Seed: 1, MeanTokens: 48, Parallelism: 2})
+	w, err := newWorkload(ctx, cfg, dir)
 	if err != nil {
-		return nil, fmt.Errorf("soak: generate: %w", err)
+		return nil, err
 	}
-	idIx, err := index.Build(ctx, res.Files, index.Options{Columns: []string{"id"}, NoSidecar: true, Logf: func(string, ...any) {}})
-	if err != nil {
-		return nil, fmt.Errorf("soak: index: %w", err)
-	}
-	if err := corruptPages(idIx); err != nil {
-		return nil, fmt.Errorf("soak: %w", err)
-	}
-	w := &workload{cfg: cfg, paths: res.Files, rows: res.Rows, idIx: idIx, seen: make([]uint32, res.Rows)}
 	rep := &Report{}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
@@ -165,12 +182,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Faults = cfg.Faults.Counts()
 	rep.Reads = rep.Faults.Attempts
 	rep.Skipped, rep.Lost, rep.Dup, rep.EIOFailed = w.skipped, w.lost, w.dup, w.eioFailed
+	rep.Wrong, rep.Rewrites, rep.RewriteErrors, rep.RewriteSkips, rep.Undetected = w.wrong, w.rewrites, w.rewriteErrors, w.rewriteSkips, w.undetected
+	rep.Interrupts, rep.Resumes, rep.Unreads = w.interrupts, w.resumes, w.unreads
 	rep.verdict(cfg.Growth)
 	switch {
 	case runErr != nil:
 		return rep, runErr
-	case rep.Lost != 0 || rep.Dup != 0:
-		return rep, fmt.Errorf("soak: %d rows lost, %d duplicated", rep.Lost, rep.Dup)
+	case rep.Lost != 0 || rep.Dup != 0 || rep.Wrong != 0 || rep.Undetected != 0:
+		return rep, fmt.Errorf("soak: %d rows lost, %d duplicated, %d wrong; %d rewrites undetected", rep.Lost, rep.Dup, rep.Wrong, rep.Undetected)
 	case !rep.Flat:
 		return rep, ErrNotFlat
 	}
@@ -214,9 +233,58 @@ type workload struct {
 	idIx  *index.Index
 	seen  []uint32 // per id: the run that delivered it
 
+	// The rewrite runs' datasets (by codec) and the tokens runs' index
+	// and expected tokens (contracts.go).
+	rw     map[string]*rwSet
+	tokIx  *index.Index
+	tokens tokenSum
+
 	runs, batches, rowsOut int64
 	skipped, lost, dup     int64
 	eioFailed              int64
+
+	wrong, rewrites, rewriteErrors, rewriteSkips, undetected int64
+	interrupts, resumes, unreads                             int64
+}
+
+// newWorkload generates the datasets under dir and indexes them.
+func newWorkload(ctx context.Context, cfg Config, dir string) (*workload, error) {
+	res, err := gen.Run(ctx, gen.Config{Dir: dir, Files: 4, RowsPerFile: cfg.RowsPerFile, PageSize: 8 << 10, RowGroupRows: 5000,
+		PageVersion: 2, PageIndex: true, Dictionary: true, Codec: "zstd", Seed: 1, MeanTokens: 48, Parallelism: 2})
+	if err != nil {
+		return nil, fmt.Errorf("soak: generate: %w", err)
+	}
+	idIx, err := indexColumn(ctx, res.Files, "id")
+	if err != nil {
+		return nil, err
+	}
+	w := &workload{cfg: cfg, paths: res.Files, rows: res.Rows, idIx: idIx, seen: make([]uint32, res.Rows)}
+	// Before the id column's corruption: the tokens digest reads the files whole.
+	if err := w.setupContracts(ctx, dir); err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	if err := corruptPages(idIx); err != nil {
+		return nil, fmt.Errorf("soak: %w", err)
+	}
+	// Index the corrupted files again: an index taken before the writes
+	// would see every file written as changed (ErrFileChanged) and
+	// SkipBadPages would skip the files whole, not the corrupt pages.
+	if w.idIx, err = indexColumn(ctx, res.Files, "id"); err != nil {
+		return nil, err
+	}
+	if w.tokIx, err = indexColumn(ctx, res.Files, "input_ids"); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// indexColumn indexes column col of paths, without a sidecar.
+func indexColumn(ctx context.Context, paths []string, col string) (*index.Index, error) {
+	ix, err := index.Build(ctx, paths, index.Options{Columns: []string{col}, NoSidecar: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, fmt.Errorf("soak: index %s: %w", col, err)
+	}
+	return ix, nil
 }
 
 // corruptEvery is the spacing of the id pages corruptPages damages.
@@ -245,6 +313,7 @@ func corruptPages(ix *index.Index) error {
 
 type variant struct {
 	name    string
+	kind    kind
 	column  string
 	shuffle rinas.Shuffle
 	fetch   rinas.Fetch
@@ -252,7 +321,21 @@ type variant struct {
 	epochs  int
 	stopAt  int // close after this many batches (0: run to the end)
 	direct  engine.Tristate
+	// Rewrite and interrupt runs: the rewrite dataset's codec, row
+	// batches (0: page batches), SkipBadPages on the rewrite dataset.
+	codec     string
+	batchRows int
+	skip      bool
 }
+
+// kind is what a variant's run does besides reading.
+type kind int
+
+const (
+	plain     kind = iota // read under faults
+	rewrite               // rewrite a file in place mid-epoch (rewriteRun)
+	interrupt             // cancel, unread and resume (interruptRun)
+)
 
 var variants = []variant{
 	{name: "page/unordered", column: "id", shuffle: rinas.ShufflePage},
@@ -262,12 +345,41 @@ var variants = []variant{
 	{name: "ordered", column: "id", shuffle: rinas.ShufflePage, fetch: rinas.Ordered},
 	{name: "page/closed-mid-epoch", column: "input_ids", shuffle: rinas.ShufflePage, stopAt: 7},
 	{name: "stream", column: "id", shuffle: rinas.ShuffleStream},
+	{name: "rewrite/page/none", kind: rewrite, codec: "none"},
+	{name: "interrupt/pages", kind: interrupt, column: "id"},
+	{name: "rewrite/ordered/zstd", kind: rewrite, codec: "zstd", fetch: rinas.Ordered},
+	{name: "interrupt/rows", kind: interrupt, column: "id", batchRows: 700},
+	{name: "rewrite/rows/zstd", kind: rewrite, codec: "zstd", batchRows: 50},
+	{name: "interrupt/tokens", kind: interrupt, column: "input_ids", output: rinas.OutputTokens},
+	{name: "rewrite/page/skip/zstd", kind: rewrite, codec: "zstd", skip: true},
+	{name: "rewrite/ordered/none", kind: rewrite, codec: "none", fetch: rinas.Ordered},
+	{name: "rewrite/rows/skip/none", kind: rewrite, codec: "none", batchRows: 50, skip: true},
 }
 
 // step runs the next variant once.
 func (w *workload) step(ctx context.Context) error {
 	v := variants[w.runs%int64(len(variants))]
+	return w.run(ctx, v)
+}
+
+// run runs v once.
+func (w *workload) run(ctx context.Context, v variant) error {
 	w.runs++
+	switch v.kind {
+	case rewrite:
+		return w.rewriteRun(ctx, v)
+	case interrupt:
+		return w.interruptRun(ctx, v)
+	}
+	l, err := rinas.Open(ctx, w.config(v))
+	if err != nil {
+		return fmt.Errorf("soak: %s: open: %w", v.name, err)
+	}
+	return w.plainRun(ctx, v, l)
+}
+
+// config is the loader configuration of v's runs over the soak dataset.
+func (w *workload) config(v variant) rinas.Config {
 	cfg := rinas.Config{
 		Paths: w.paths, Columns: []string{v.column}, Shuffle: v.shuffle, Fetch: v.fetch, Output: v.output,
 		Seed: uint64(w.runs), Epochs: max(v.epochs, 1), World: 1, SkipBadPages: true, BatchPages: 32,
@@ -284,10 +396,11 @@ func (w *workload) step(ctx context.Context) error {
 	if v.column == "id" {
 		cfg.SharedIndex = w.idIx
 	}
-	l, err := rinas.Open(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("soak: %s: open: %w", v.name, err)
-	}
+	return cfg
+}
+
+// plainRun reads l's epochs under faults and checks the id column.
+func (w *workload) plainRun(ctx context.Context, v variant, l *rinas.Loader) error {
 	run := uint32(w.runs)
 	delivered := int64(0)
 	n := 0

@@ -65,3 +65,35 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestContracts runs each rewrite and interrupt variant a few times under
+// read faults (no EIO, so that every run reaches its epoch's end or the
+// rewrite's error): rewrites are made and detected, interrupts, resumes
+// and unreads happen, and no row is lost, duplicated or wrong.
+func TestContracts(t *testing.T) {
+	cfg := Config{RowsPerFile: 3000, Faults: &enginetest.RateFaults{Short: 0.02, EAGAIN: 0.01, EINTR: 0.01, ECANCELED: 0.01, Seed: 5}}
+	cfg.fill()
+	w, err := newWorkload(context.Background(), cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range variants {
+		if v.kind == plain {
+			continue
+		}
+		for i := 0; i < 3; i++ {
+			if err := w.run(context.Background(), v); err != nil {
+				t.Fatalf("%s: %v", v.name, err)
+			}
+		}
+	}
+	t.Logf("runs %d, rows %d; rewrites %d (errors %d, skips %d, undetected %d); interrupts %d, resumes %d, unreads %d; lost %d, dup %d, wrong %d",
+		w.runs, w.rowsOut, w.rewrites, w.rewriteErrors, w.rewriteSkips, w.undetected, w.interrupts, w.resumes, w.unreads, w.lost, w.dup, w.wrong)
+	if w.lost != 0 || w.dup != 0 || w.wrong != 0 || w.undetected != 0 {
+		t.Fatalf("%d rows lost, %d duplicated, %d wrong; %d rewrites undetected", w.lost, w.dup, w.wrong, w.undetected)
+	}
+	if w.rewrites == 0 || w.rewriteErrors == 0 || w.rewriteSkips == 0 || w.interrupts == 0 || w.resumes == 0 || w.unreads == 0 {
+		t.Fatalf("a contract went untested: rewrites %d, errors %d, skips %d, interrupts %d, resumes %d, unreads %d",
+			w.rewrites, w.rewriteErrors, w.rewriteSkips, w.interrupts, w.resumes, w.unreads)
+	}
+}
