@@ -277,6 +277,19 @@ type Config struct {
 
 	// Logf receives notices; default stderr.
 	Logf func(format string, args ...any)
+
+	// Sources, when set instead of Paths, make the loader a weighted
+	// mixture of datasets (see Source and the package doc's Mixtures);
+	// EpochSize is the mixture's epoch for the whole world, in rows
+	// (tokens output: tokens). Default: the sum of the sources at their
+	// weights as given (each source's rows with Weight, Repeat × its rows,
+	// or Choose).
+	Sources   []Source
+	EpochSize int64
+
+	// slotsCounted: a mixture's source, whose shared engine's slots the
+	// mixture counts against MemoryLimit once.
+	slotsCounted bool
 }
 
 func btoi(b bool) int {

@@ -196,6 +196,9 @@ func (z *sizing) planMemory(cfg Config, s indexSummary, decoded int) error {
 	m := &z.mem
 	m.limit = cfg.MemoryLimit
 	m.slots = int64(opts.SlotSize) * int64(opts.SlotsPerWorker) * int64(opts.Workers)
+	if cfg.slotsCounted {
+		m.slots = 0 // a mixture's source: the shared engine's slots are counted once, by the mixture
+	}
 	if cfg.Output == OutputTokens {
 		z.tokenBufs = z.prefetch + 2
 		m.tokens = int64(tokenBufBytes(cfg.BatchRows, cfg.SeqLen, cfg.Tokens64)) * int64(z.tokenBufs)
