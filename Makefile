@@ -64,6 +64,16 @@ deps:
 			python3-numpy python3-torch python3-pytest; \
 	fi
 
+# deps-zoo: the writer zoo's node packages (internal/zoo), exactly as
+# internal/zoo/node/package-lock.json pins them: npm ci, skipped when the
+# stamp in node_modules matches the lock file. Without node the zoo's
+# tests skip (apt-get install nodejs npm).
+.PHONY: deps-zoo
+deps: deps-zoo
+deps-zoo:
+	@if command -v node >/dev/null 2>&1; then sh internal/zoo/node/install.sh && echo "deps: the writer zoo's node packages are installed"; \
+	else echo "deps: node is missing: the writer zoo's tests will skip (apt-get install nodejs npm)"; fi
+
 # demo: the main job on a dataset it makes itself.
 demo: build
 	scripts/demo.sh $(DEMO_DIR)

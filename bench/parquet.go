@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,9 +63,11 @@ type ParquetConfig struct {
 	// reading whole random row groups: chunk-granular I/O) or decode (the
 	// codec alone: pages preloaded in memory, decoded on every core — the
 	// ceiling a decode-bound loader is measured against).
-	Engine   ParquetEngine
-	Direct   bool // O_DIRECT (io_uring and psync); default on via NoDirect
-	Buffered bool // turn O_DIRECT off
+	Engine ParquetEngine
+	// IOMode is how the loader reads (io_uring and psync): auto (the
+	// default) chooses per file between O_DIRECT and the page cache,
+	// direct and buffered force one (rinas.Config.IOMode).
+	IOMode rinas.IOMode
 	// Pin places the engine workers on the cores of this local rank's GPU
 	// group (package pin, $LOCAL_RANK).
 	Pin     bool
@@ -211,6 +214,8 @@ type ParquetResult struct {
 	EngineInfo    string
 	Prefetch      int   // the loader's read-ahead in batches (chosen when Config.Prefetch is 0)
 	Workers       int   // the loader's engine workers
+	PlannedBytes  int64 // what Open sized against MemoryLimit (rinas.Loader.PlannedBytes)
+	BatchUnits    int   // the units of a fetch batch Open chose (rinas.Loader.BatchPages)
 	ZeroCopyPages int64 // pages handed over in their read buffers
 	// Reads, SidePages, StraddleReads and CoalescedPages are the loader's
 	// counters (rinas.Stats).
@@ -218,6 +223,11 @@ type ParquetResult struct {
 	// EngineStats are the io_uring workers' counters over the measured
 	// run (pagefeed engine on io_uring only).
 	EngineStats *engine.Stats
+	// IOMode, IOReason, DirectFiles and BufferedFiles are the loader's
+	// read mode at the end of the run and why (rinas.Stats); a baseline
+	// names its own: mmap reads through the page cache.
+	IOMode, IOReason           string
+	DirectFiles, BufferedFiles int
 
 	measured time.Duration // when set, the measured part of Elapsed (decode only)
 	pinned   []int         // the engine workers' CPUs, when pinned
@@ -246,6 +256,8 @@ type ParquetJob struct {
 	EngineInfo      string  `json:"engine_info,omitempty"`
 	Prefetch        int     `json:"prefetch,omitempty"`
 	Workers         int     `json:"workers,omitempty"`
+	PlannedBytes    int64   `json:"planned_bytes,omitempty"`
+	BatchUnits      int     `json:"batch_units,omitempty"`
 	ZeroCopyPages   int64   `json:"zero_copy_pages,omitempty"`
 	Reads           int64   `json:"reads,omitempty"`
 	SidePages       int64   `json:"side_pages,omitempty"`
@@ -254,6 +266,14 @@ type ParquetJob struct {
 	SideCacheHits   int64   `json:"side_cache_hits,omitempty"`
 	// EngineStats: where the engine workers' time went (io_uring only).
 	EngineStats *EngineStatsJSON `json:"engine_stats,omitempty"`
+	// IOMode is how the pages were read: direct, buffered or mixed
+	// (the loader's auto choice at the run's end, or the mode asked
+	// for), and IOReason why; a baseline's is its own (mmap: the page
+	// cache).
+	IOMode        string `json:"io_mode,omitempty"`
+	IOReason      string `json:"io_mode_reason,omitempty"`
+	DirectFiles   int    `json:"direct_files,omitempty"`
+	BufferedFiles int    `json:"buffered_files,omitempty"`
 }
 
 // EngineStatsJSON is engine.Stats over the measured run, in nanoseconds.
@@ -356,10 +376,6 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	case ParquetPsync:
 		kind = engine.Pread
 	}
-	direct := engine.On
-	if cfg.Buffered {
-		direct = engine.Off
-	}
 	rc := rinas.Config{
 		Paths: files, Shuffle: sh, Fetch: fe, BatchPages: cfg.Batch, BatchRows: cfg.Rows, BufferRows: cfg.Buffer,
 		Prefetch: cfg.Prefetch, Seed: cfg.Seed, Epoch: cfg.Epoch, Epochs: epochs, Rank: cfg.Rank, World: cfg.World,
@@ -367,7 +383,8 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 		// --iodepth is the depth of the whole run, as fio's is for one
 		// job: the workers' rings share it.
 		IODepth: cfg.IODepth,
-		Engine:  engine.Options{Kind: kind, Workers: cfg.Workers, Direct: direct, Logf: cfg.Logf},
+		Engine:  engine.Options{Kind: kind, Workers: cfg.Workers, Logf: cfg.Logf},
+		IOMode:  cfg.IOMode,
 		Index:   index.Options{Logf: cfg.Logf},
 		Logf:    cfg.Logf,
 		Pin:     rinas.PinOptions{Enable: cfg.Pin},
@@ -431,6 +448,8 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.ZeroCopyPages, res.Prefetch, res.Workers = st.ZeroCopyPages, l.Prefetch(), l.Workers()
 	res.Reads, res.SidePages, res.StraddleReads, res.CoalescedPages = st.Reads, st.SidePages, st.StraddleReads, st.CoalescedPages
 	res.SideCacheHits = st.SideCacheHits
+	res.PlannedBytes, res.BatchUnits = l.PlannedBytes(), l.BatchPages()
+	res.IOMode, res.IOReason, res.DirectFiles, res.BufferedFiles = st.IOMode, st.IOReason, st.DirectFiles, st.BufferedFiles
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
 		res.EngineStats = &est
@@ -815,7 +834,12 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		BatchLatNs: fioLat(r.BatchLat, true), IndexBuildNs: r.IndexBuildNs, RSSPeakBytes: r.RSSPeak, RSSSamples: r.RSSSamples,
 		PageCacheGrowth: r.CacheGrowth, Shuffle: cfg.Shuffle.String(), Fetch: cfg.Fetch.String(), IOEngine: cfg.IOEngine.String(), Engine: cfg.Engine.String(),
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
+		PlannedBytes: r.PlannedBytes, BatchUnits: r.BatchUnits,
 		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
+		IOMode: r.IOMode, IOReason: r.IOReason, DirectFiles: r.DirectFiles, BufferedFiles: r.BufferedFiles,
+	}
+	if j.IOMode == "" && cfg.IOEngine == ParquetMmap {
+		j.IOMode, j.IOReason = "mmap", "mmap: pages copied out of memory-mapped files (the page cache)"
 	}
 	if st := r.EngineStats; st != nil {
 		j.EngineStats = &EngineStatsJSON{Workers: r.Workers, Enters: st.Enters, Waits: st.Waits, WaitNs: int64(st.WaitTime),
@@ -838,17 +862,20 @@ func (r *ParquetResult) WriteJSON(w io.Writer) error {
 // WriteNormal writes a short human summary.
 func (r *ParquetResult) WriteNormal(w io.Writer) error {
 	j := r.JSON().Jobs[0]
-	_, err := fmt.Fprintf(w, "%s: (shuffle=%s, fetch=%s, ioengine=%s, engine=%s, batch=%d)\n"+
+	_, err := fmt.Fprintf(w, "%s: (shuffle=%s, fetch=%s, ioengine=%s, engine=%s, batch=%d, io_mode=%s)\n"+
 		"  read: pages/s=%.0f, BW=%s, rows/s=%.0f, decoded=%s in %.2fs\n"+
 		"  batch lat (usec): mean=%.1f, p50=%.1f, p99=%.1f, p99.9=%.1f\n"+
 		"  index build=%.1fms, rss peak=%s, page cache growth=%s, cpu: usr=%.1f%% sys=%.1f%% on cpus %v\n",
-		j.JobName, j.Shuffle, j.Fetch, j.IOEngine, j.Engine, r.Config.Batch,
+		j.JobName, j.Shuffle, j.Fetch, j.IOEngine, j.Engine, r.Config.Batch, cmp.Or(j.IOMode, "-"),
 		j.Read.IOPS, fmtBytesRate(float64(j.Read.BWBytes)), j.RowsPerSec, fmtBytes(float64(r.DecodedBytes), true), r.Elapsed.Seconds(),
 		j.BatchLatNs.Mean/1e3, float64(j.BatchLatNs.Percentile["50.000000"])/1e3, float64(j.BatchLatNs.Percentile["99.000000"])/1e3,
 		float64(j.BatchLatNs.Percentile["99.900000"])/1e3,
 		float64(r.IndexBuildNs)/1e6, fmtBytes(float64(r.RSSPeak), true), fmtBytes(float64(r.CacheGrowth), true), j.UsrCPU, j.SysCPU, r.CPUs)
 	if err == nil && r.EngineStats != nil {
 		_, err = io.WriteString(w, engineStatsLine(r.EngineStats, r.Workers, r.Elapsed))
+	}
+	if err == nil && r.IOReason != "" {
+		_, err = fmt.Fprintf(w, "  reads: %s\n", r.IOReason)
 	}
 	return err
 }
@@ -943,7 +970,32 @@ func rusage() usage {
 	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
 		return usage{}
 	}
-	return usage{usr: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), maxrss: ru.Maxrss << 10}
+	u := usage{usr: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano()), maxrss: ru.Maxrss << 10}
+	if hwm := peakRSS(); hwm > 0 {
+		u.maxrss = hwm
+	}
+	return u
+}
+
+// peakRSS returns this process's peak resident set (VmHWM), 0 when
+// unknown. Unlike getrusage's ru_maxrss it starts afresh at exec: a
+// child started from a large parent (the benchmark's cgroup runs) would
+// otherwise report the parent's peak.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
 }
 
 // sampleRSS appends the process RSS to out once a second until stopped.

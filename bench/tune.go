@@ -31,19 +31,24 @@ type TuneConfig struct {
 	// Size is the span of Filename used; default the file's size. Required
 	// when Filename does not exist.
 	Size int64
-	// Parquet lists files, directories or globs (Parquet mode).
+	// Parquet lists files, directories or globs (Parquet mode); Column
+	// is the projection (default the first leaf column).
 	Parquet []string
+	Column  string
 
-	IOEngines  []string      // io_uring|psync|mmap (raw), io_uring|psync (Parquet); default io_uring
-	IODepths   []int         // raw: queue depths; default 1,2,4,...,256
-	BlockSizes []int         // raw: bytes; default 4k,16k,64k,256k,1m
-	NumJobs    []int         // raw: clones; default 1
-	Batches    []int         // Parquet: pages per batch; default 8,16,...,256
-	Prefetch   []int         // Parquet: batches read ahead; default 1,2,4,8
-	Direct     bool          // O_DIRECT; Fill sets it to !NoDirect
-	NoDirect   bool          // turn O_DIRECT off (the zero value reads with O_DIRECT)
-	Runtime    time.Duration // per point; default 2s, at least MinTuneRuntime
-	Seed       uint64
+	IOEngines  []string // io_uring|psync|mmap (raw), io_uring|psync (Parquet); default io_uring
+	IODepths   []int    // raw: queue depths; default 1,2,4,...,256
+	BlockSizes []int    // raw: bytes; default 4k,16k,64k,256k,1m
+	NumJobs    []int    // raw: clones; default 1
+	Batches    []int    // Parquet: pages per batch; default 8,16,...,256
+	Prefetch   []int    // Parquet: batches read ahead; default 1,2,4,8
+	Direct     bool     // raw: O_DIRECT; Fill sets it to !NoDirect
+	NoDirect   bool     // raw: turn O_DIRECT off (the zero value reads with O_DIRECT)
+	// IOMode is how Parquet points read (rinas.Config.IOMode): auto (the
+	// default), direct or buffered.
+	IOMode  rinas.IOMode
+	Runtime time.Duration // per point; default 2s, at least MinTuneRuntime
+	Seed    uint64
 
 	// OutDir receives results.csv, results.json and the charts; default ".".
 	OutDir string
@@ -408,8 +413,8 @@ func tuneParquet(ctx context.Context, cfg *TuneConfig, p *TunePoint) error {
 		return err
 	}
 	pc := ParquetConfig{
-		Name: "tune", Paths: cfg.Parquet, Shuffle: rinas.ShufflePage, Batch: p.Batch, Prefetch: p.Prefetch,
-		IOEngine: ioKind, Buffered: !cfg.Direct, Runtime: cfg.Runtime, Seed: cfg.Seed, Logf: cfg.Logf,
+		Name: "tune", Paths: cfg.Parquet, Column: cfg.Column, Shuffle: rinas.ShufflePage, Batch: p.Batch, Prefetch: p.Prefetch,
+		IOEngine: ioKind, IOMode: cfg.IOMode, Runtime: cfg.Runtime, Seed: cfg.Seed, Logf: cfg.Logf,
 	}
 	r, err := RunParquet(ctx, pc, nil)
 	if err != nil {

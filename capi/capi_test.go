@@ -39,6 +39,8 @@ func TestParseConfig(t *testing.T) {
 		{`{"paths":["a"],"resume":{"version":99}}`, rinas.ErrState},
 		{`{"paths":["a"],"resume":null}`, nil},
 		{`{"paths":["a"],"drop_last":true,"deterministic":true,"eos":0,"truncate":true}`, nil},
+		{`{"paths":["a"],"io_mode":"buffered"}`, nil},
+		{`{"paths":["a"],"io_mode":"mmap"}`, rinas.ErrConfig},
 	} {
 		c, _, err := parseConfig([]byte(tc.in))
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -56,6 +58,13 @@ func TestParseConfig(t *testing.T) {
 	c, _, err = parseConfig([]byte(`{"paths":["a"],"eos":0,"pad":7,"keep_uneven":true}`))
 	if err != nil || c.EOS != 0 || !c.ExplicitEOS || c.Pad != 7 || !c.ExplicitPad || !c.KeepUneven {
 		t.Fatalf("parsed %+v, %v", c, err)
+	}
+	// buffer_rows left out is the loader's default buffer (rinas 0), 0
+	// given is none (rinas -1), a count is that count.
+	for in, want := range map[string]int{`{"paths":["a"]}`: 0, `{"paths":["a"],"buffer_rows":0}`: -1, `{"paths":["a"],"buffer_rows":300}`: 300} {
+		if c, _, err := parseConfig([]byte(in)); err != nil || c.BufferRows != want {
+			t.Errorf("%s: BufferRows %d, %v; want %d", in, c.BufferRows, err, want)
+		}
 	}
 }
 

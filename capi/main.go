@@ -127,12 +127,13 @@ func pf_next(h C.int64_t, out **C.pf_batch) C.int {
 //export pf_next_wait
 func pf_next_wait(h C.int64_t, timeoutMs C.int64_t, out **C.pf_batch) C.int {
 	return call(func() error {
-		if err := nonNil("out", out); err != nil {
-			return err
+		// The per-batch call: its checks are plain comparisons.
+		if out == nil {
+			return nonNil("out", out)
 		}
 		*out = nil
-		if err := checkRange("timeout_ms", int64(timeoutMs), -1, math.MaxInt64/int64(time.Millisecond), " (-1: no timeout)"); err != nil {
-			return err
+		if timeoutMs < -1 || int64(timeoutMs) > math.MaxInt64/int64(time.Millisecond) {
+			return checkRange("timeout_ms", int64(timeoutMs), -1, math.MaxInt64/int64(time.Millisecond), " (-1: no timeout)")
 		}
 		_, d, err := nextBatch(int64(h), time.Duration(timeoutMs)*time.Millisecond)
 		*out = d
@@ -260,4 +261,22 @@ func pf_epoch_len(h C.int64_t, epoch C.int64_t, out *C.int64_t) C.int {
 //export pf_close
 func pf_close(h C.int64_t) C.int {
 	return call(func() error { return closeLoader(int64(h)) })
+}
+
+// pf_stats stores in *out the loader's counters as a JSON object
+// (rinas.Stats' field names; a mixture's per-source counters under
+// "Sources"), C-allocated: free it with pf_free.
+//
+//export pf_stats
+func pf_stats(h C.int64_t, out **C.char) C.int {
+	return call(func() error {
+		if err := nonNil("out", out); err != nil {
+			return err
+		}
+		b, err := statsJSON(int64(h))
+		if err == nil {
+			*out = C.CString(string(b))
+		}
+		return err
+	})
 }

@@ -22,6 +22,7 @@ The dataset is generated with bin/pagefeed gen when --data does not exist.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -106,7 +107,10 @@ def main():
     if a.baseline and not os.path.exists(os.path.join(a.baseline, "pagefeed", "libpagefeed.so")):
         p.error("--baseline %s: no pagefeed/libpagefeed.so there" % a.baseline)
     bindir = os.path.join(ROOT, "bin")
-    subprocess.run(["go", "build", "-o", bindir + "/", "./cmd/pagefeed", "./python/gobench"], cwd=ROOT, check=True)
+    if shutil.which("go"):
+        subprocess.run(["go", "build", "-o", bindir + "/", "./cmd/pagefeed", "./python/gobench"], cwd=ROOT, check=True)
+    elif not all(os.path.exists(os.path.join(bindir, b)) for b in ("pagefeed", "gobench")):
+        p.error("no go to build bin/pagefeed and bin/gobench with, and they are not there")
     if not os.path.exists(a.data):
         subprocess.run([os.path.join(bindir, "pagefeed"), "gen", "--out", a.data, "--files", str(a.files),
                         "--rows-per-file", str(a.rows_per_file), "--codec", a.codec, "--page-size", "65536",

@@ -22,8 +22,11 @@ type Column struct {
 }
 
 // Batch is what Next returns. Its memory belongs to the loader until
-// Release, which must be called exactly once (from any goroutine); a
-// consumer that keeps batches unreleased eventually blocks Next.
+// Release, which must be called exactly once (from any goroutine), and
+// counts against Config.MemoryLimit until then: a consumer that keeps
+// batches unreleased eventually blocks Next (page batches: once it holds
+// every fetch batch; tokens: every token buffer; row batches of Arrow
+// arrays: once the batches it holds reach their share of the limit).
 //
 // Nothing of a Batch is valid after Release: its arrays may reference the
 // loader's read buffers directly (uncompressed fixed-width pages are not
@@ -104,6 +107,9 @@ func (b *Batch) Release() {
 
 // Detach returns a deep copy of b in Go memory, which stays valid after
 // b.Release and needs no Release of its own (calling it once is allowed).
+// The copy is the caller's own memory: it does not count against
+// Config.MemoryLimit, and holding copies never makes Next wait (holding
+// the batches themselves does).
 // It copies every array's buffers, the token arrays (Tokens, Tokens64,
 // PositionIDs, CuSeqlens, LossMask), Pages and Refs; call it before
 // b.Release, which it does not replace. Detaching a released batch panics.

@@ -3,6 +3,7 @@ package rinas
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -131,7 +132,27 @@ type Config struct {
 	BatchRows int
 	// BufferRows is YOUMU's shuffle buffer (Algorithm 2), in rows: arriving
 	// rows are inserted at random places and random rows leave once it is
-	// full. 0 turns it off, except in stream mode (default 8192 there).
+	// full, so a batch mixes the rows of every page the buffer spans. It
+	// applies to row batches (BatchRows > 0; tokens output). Negative
+	// turns it off. 0 picks it at Open: in page shuffle with row batches,
+	// the rows of 256 pages of the lead column's mean row count, at most
+	// the dataset's rows, within 1/4 of MemoryLimit and half of what the
+	// read slots, decoded window, token buffers and side cache leave; 8192
+	// in stream mode; off otherwise (row and row-group shuffles mix rows
+	// themselves; page batches are BatchPages whole pages in random
+	// order). Without it a row batch of page shuffle is consecutive rows
+	// of one or two pages, which trains far worse on data stored in any
+	// order (by source, date, length, topic). The cost: a buffered row
+	// keeps its page decoded until the page's last row leaves (a buffer of
+	// W pages' rows keeps about W·ln(rows per page) pages alive, and the
+	// default is counted so against MemoryLimit), each row is moved twice
+	// more, and a batch gathers its rows from many pages instead of one.
+	// Loader.BufferRows says which. The default depends on the dataset
+	// and the Config only, unless memory binds it, so a State resumes
+	// into the same buffer. A buffer set here is counted the same way
+	// against MemoryLimit (ErrMemory when it does not fit), and at run
+	// time random rows leave early while the rows held weigh more than
+	// that (each row at its page's estimated decoded bytes over its rows).
 	BufferRows int
 	Fetch      Fetch
 	// CoalesceBytes merges the reads of pages of one column chunk that a
@@ -229,17 +250,38 @@ type Config struct {
 	// tokens and its EOS; by default it continues on the next row.
 	Truncate bool
 
-	// MemoryLimit bounds what Open may allocate for slots, the fetch
-	// window and output buffers; a Config needing more fails at Open with
-	// ErrMemory. Dictionaries get what is left: half for the cache, evicted
-	// least recently used first (those of units in flight stay), half for
-	// the decoders' column readers; a dictionary larger than the cache's
-	// half fails with ErrMemory. Default 1 GiB.
+	// MemoryLimit bounds what the loader holds: read slots, the decoded
+	// pages of the fetch window, token buffers, the side cache, the rows
+	// taken in and not yet delivered (the shuffle buffer's included) and
+	// the row batches a consumer holds unreleased. Open sizes them from
+	// the dataset and shrinks what it chose (read-ahead, then batch size)
+	// until they fit; a configuration whose one batch cannot fit fails at
+	// Open with ErrMemory saying what to raise or lower. Dictionaries get
+	// what is left: half for the cache, evicted least recently used first
+	// (those of units in flight stay), half for the decoders' column
+	// readers; a dictionary larger than the cache's half fails with
+	// ErrMemory. Default 1 GiB. Loader.PlannedBytes says what Open sized.
 	MemoryLimit int64
 
 	// Pin places the engine workers on the cores next to this rank's GPU.
 	// Off by default; Engine.CPUSets, when set, wins.
 	Pin PinOptions
+
+	// IOMode is how pages are read. IOAuto (the default) chooses per
+	// file at Open and again at every epoch's start: buffered reads (the
+	// page cache) when the projected bytes stay in three quarters of the
+	// page cache this job can hold — the node's MemAvailable, split among
+	// its $LOCAL_WORLD_SIZE ranks, and no more than the memory cgroup's
+	// limit leaves; when they do not, O_DIRECT, which neither churns
+	// through the cache nor evicts it, but for the files already cached
+	// (as many as fit), whose reads hit the cache (Stats.IOMode and
+	// IOReason say what was chosen and why).
+	// Residency comes from cachestat(2), or mincore(2) on kernels before
+	// 6.5. IODirect and IOBuffered read every file one way. With IOAuto,
+	// an Engine.Direct of On or Off is an explicit choice and wins.
+	// Either way a file system that refuses O_DIRECT gets buffered
+	// reads (said once), unless Engine.Direct is On.
+	IOMode IOMode
 
 	// IODepth is how many page reads may be in the kernel at once, over
 	// all engine workers (fio's iodepth for one job): each worker's
@@ -290,6 +332,10 @@ type Config struct {
 	// slotsCounted: a mixture's source, whose shared engine's slots the
 	// mixture counts against MemoryLimit once.
 	slotsCounted bool
+
+	// batchAuto and sideAuto record that fill chose BatchPages and
+	// SideCacheBytes: Open may lower them to fit MemoryLimit (sizing.go).
+	batchAuto, sideAuto bool
 }
 
 func btoi(b bool) int {
@@ -311,6 +357,14 @@ func envInt(name string, def int) (int, error) {
 	return n, nil
 }
 
+// Bounds of the sizes a Config may ask for, checked before anything is
+// sized: beyond them the arithmetic of the plan, not memory, would fail.
+const (
+	maxWorld      = 1 << 20 // ranks
+	maxBatchRows  = 1 << 24 // rows of a row batch, tokens of a row
+	maxBufferRows = 1 << 40 // rows of the shuffle buffer (MemoryLimit bounds it far lower)
+)
+
 // defaultCoalesce is Config.CoalesceBytes' default.
 const defaultCoalesce = 1280 << 10
 
@@ -328,15 +382,16 @@ func (c *Config) fill() error {
 	}
 	if c.BatchPages == 0 {
 		c.BatchPages = 64
+		c.batchAuto = true
 	}
 	if c.BatchPages < 0 || c.BatchPages > 1<<16 {
 		return fmt.Errorf("%w: batch of %d pages (want 1..65536)", ErrConfig, c.BatchPages)
 	}
-	if c.BatchRows < 0 {
-		return fmt.Errorf("%w: batch of %d rows", ErrConfig, c.BatchRows)
+	if c.BatchRows < 0 || c.BatchRows > maxBatchRows {
+		return fmt.Errorf("%w: batch of %d rows (want 0..%d)", ErrConfig, c.BatchRows, maxBatchRows)
 	}
-	if c.BufferRows < 0 {
-		return fmt.Errorf("%w: buffer of %d rows", ErrConfig, c.BufferRows)
+	if c.BufferRows > maxBufferRows {
+		return fmt.Errorf("%w: buffer of %d rows (want at most %d)", ErrConfig, c.BufferRows, maxBufferRows)
 	}
 	if c.Shuffle == ShuffleStream && c.BufferRows == 0 {
 		c.BufferRows = 8192
@@ -365,18 +420,23 @@ func (c *Config) fill() error {
 			return err
 		}
 	}
-	if c.World < 1 || c.Rank < 0 || c.Rank >= c.World {
-		return fmt.Errorf("%w: rank %d of world %d", ErrConfig, c.Rank, c.World)
+	if c.World < 1 || c.World > maxWorld || c.Rank < 0 || c.Rank >= c.World {
+		return fmt.Errorf("%w: rank %d of world %d (want a world of 1..%d and a rank below it)", ErrConfig, c.Rank, c.World, maxWorld)
 	}
 	if c.Output == OutputTokens {
 		if c.SeqLen == 0 {
 			c.SeqLen = 2048
 		}
-		if c.SeqLen < 0 {
-			return fmt.Errorf("%w: seq_len %d", ErrConfig, c.SeqLen)
+		if c.SeqLen < 0 || c.SeqLen > maxBatchRows {
+			return fmt.Errorf("%w: seq_len %d (want 0..%d)", ErrConfig, c.SeqLen, maxBatchRows)
 		}
 		if c.BatchRows == 0 {
 			c.BatchRows = 8
+		}
+		// cu_seqlens index the flattened matrix with int32.
+		if int64(c.BatchRows)*int64(c.SeqLen) >= math.MaxInt32 {
+			return fmt.Errorf("%w: a token matrix of %d rows × seq_len %d has %d tokens (want fewer than 2^31)",
+				ErrConfig, c.BatchRows, c.SeqLen, int64(c.BatchRows)*int64(c.SeqLen))
 		}
 		if c.EOS == 0 && !c.ExplicitEOS {
 			c.EOS = 50256
@@ -390,6 +450,7 @@ func (c *Config) fill() error {
 	}
 	if c.SideCacheBytes == 0 {
 		c.SideCacheBytes = 64 << 20
+		c.sideAuto = true
 	}
 	switch n := btoi(c.DropLast) + btoi(c.PadLast) + btoi(c.KeepUneven); {
 	case n > 1:
@@ -401,6 +462,15 @@ func (c *Config) fill() error {
 	}
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = 1 << 30
+	}
+	if c.IOMode < IOAuto || c.IOMode > IOBuffered {
+		return fmt.Errorf("%w: io mode %d", ErrConfig, c.IOMode)
+	}
+	if c.IOMode == IOAuto && c.Engine.Direct == engine.On {
+		c.IOMode = IODirect
+	}
+	if c.IOMode == IOAuto && c.Engine.Direct == engine.Off {
+		c.IOMode = IOBuffered
 	}
 	if c.Logf == nil {
 		c.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "rinas: "+format+"\n", args...) }

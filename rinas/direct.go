@@ -18,27 +18,57 @@ import (
 // trip, so the baseline is as fast as one-at-a-time reads can be.
 // It belongs to the producer goroutine.
 type directReader struct {
-	mode  engine.Tristate
-	files map[string]*engine.File
-	buf   []byte // aligned; grown by ReadSpan when a file needs more
+	mode   engine.Tristate
+	modes  map[string]engine.Tristate // per path, where set (Config.IOMode); else mode
+	files  map[string]*engine.File    // at most directReaderFiles, most recent last in lru
+	opened map[string]engine.Tristate // the mode each file was opened with
+	lru    []string
+	buf    []byte // aligned; grown by ReadSpan when a file needs more
 }
 
+// directReaderFiles bounds the files the synchronous reader keeps open
+// (closed least recently used first): ordered fetch reads unit by unit,
+// and a dataset of 10,000 files must not hold 10,000 descriptors.
+const directReaderFiles = 4
+
 func newDirectReader(size int, mode engine.Tristate) *directReader {
-	return &directReader{mode: mode, files: map[string]*engine.File{}, buf: engine.AlignedBuffer(size + 2*4096)}
+	return &directReader{mode: mode, files: map[string]*engine.File{}, opened: map[string]engine.Tristate{}, buf: engine.AlignedBuffer(size + 2*4096)}
 }
 
 // read returns n bytes at off of path and the bytes the read moved (the
 // range rounded out to the alignment); the slice is valid until the next
 // read.
 func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) {
-	f, ok := r.files[path]
+	mode, ok := r.modes[path]
 	if !ok {
+		mode = r.mode
+	}
+	f, ok := r.files[path]
+	if ok && r.opened[path] != mode {
+		// Its read mode changed since it was opened (a new epoch's
+		// choice).
+		f.Close()
+		delete(r.files, path)
+		r.lru = slices.DeleteFunc(r.lru, func(p string) bool { return p == path })
+		ok = false
+	}
+	if !ok {
+		if len(r.lru) >= directReaderFiles {
+			old := r.lru[0]
+			r.files[old].Close()
+			delete(r.files, old)
+			r.lru = r.lru[1:]
+		}
 		var err error
-		if f, err = engine.OpenFile(path, r.mode); err != nil {
+		if f, err = engine.OpenFile(path, mode); err != nil {
+			delete(r.files, path)
 			return nil, 0, err
 		}
-		r.files[path] = f
+		r.files[path], r.opened[path] = f, mode
+	} else {
+		r.lru = slices.DeleteFunc(r.lru, func(p string) bool { return p == path })
 	}
+	r.lru = append(r.lru, path)
 	b, moved, err := f.ReadSpan(&r.buf, off, n)
 	if err == io.EOF {
 		return nil, moved, pageErrorf("read", path, off, ErrFileChanged, "read %d of the page's %d bytes", len(b), n)
@@ -60,7 +90,7 @@ func (r *directReader) close() {
 	for _, f := range r.files {
 		f.Close()
 	}
-	r.files, r.buf = nil, nil
+	r.files, r.lru, r.buf = nil, nil, nil
 }
 
 // preadFile reads n bytes at off of path on the calling goroutine (the
@@ -79,8 +109,21 @@ func preadFile(path string, off int64, n int) ([]byte, error) {
 // fetchOrdered reads and decodes fb's units one at a time, in order, on the
 // producer goroutine.
 func (l *Loader) fetchOrdered(fb *fetchBatch) {
+	use := l.usesPageCache()
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
+		// Row shuffle's page cache (rowcache.go), one unit at a time: a
+		// unit either finds its page or reads it (and caches it for the
+		// next), never waits, and units land in plan order.
+		u.pc = pcNone
+		if use {
+			l.pcache.lookup(u.first, fb, u)
+		}
+		if u.pc == pcHit {
+			l.sa.pageHits.Add(1)
+			l.finishUnit(fb, u, nil)
+			continue
+		}
 		l.finishUnit(fb, u, l.readUnitSync(u))
 	}
 }

@@ -41,12 +41,21 @@
 // batch the last Next returned, for a caller that could not hand it on:
 // the next Next returns it again, and State counts it as not delivered.
 //
-// Memory is fixed at Open: engine slots, the fetch window and the output
-// token buffers come from pools sized by the Config. A consumer that does
-// not Release its batches blocks Next (backpressure); ctx still ends it.
-// A batch's memory is the loader's until Release and is reused after it:
-// Arrow's Retain does not keep it; Batch.Detach copies what must outlive
-// the batch.
+// Memory is fixed at Open: engine slots, the fetch window, token buffers,
+// the side cache, rows waiting in the shuffle buffer and row batches held
+// by the consumer all count against Config.MemoryLimit, sized from the
+// dataset (sizing.go) and shrunk to fit it, the address space left under
+// RLIMIT_AS and the open-file budget (half of RLIMIT_NOFILE) before
+// anything is refused. ErrMemory names what to raise or lower; ErrConfig
+// refuses sizes beyond any plan's arithmetic (a world of more than 2^20
+// ranks, batches or rows of more than 2^24, a token matrix of 2^31
+// tokens). A consumer that does not Release its batches blocks Next
+// (backpressure) in every output mode; ctx still ends it. A batch's memory
+// is the loader's until Release and is reused after it: Arrow's Retain
+// does not keep it; Batch.Detach copies what must outlive the batch, into
+// the caller's own memory. While loaders are open the Go runtime's soft
+// memory limit covers what they may hold (unless the program set one), so
+// the collector keeps garbage within the limit too.
 //
 // Files do not change under the loader: after the reads of a fetch batch
 // (pages, other columns, dictionaries, continuation pages) have landed and

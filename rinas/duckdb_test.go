@@ -2,50 +2,23 @@ package rinas
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/pagefeed/pagefeed/internal/gen"
+	"github.com/pagefeed/pagefeed/internal/zoo"
 )
 
-// duckDBFile writes a Parquet file with DuckDB (installed from npm as
-// @duckdb/node-api into a temp dir), or skips when node, npm or the
-// registry is not available.
+// duckDBFile writes a Parquet file with DuckDB (the writer zoo's pinned
+// @duckdb/node-api, installed from its lock file if needed), or skips
+// where node is not installed.
 func duckDBFile(t *testing.T, dir, query string) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("short: no npm install")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("no node")
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("no npm")
-	}
-	mod := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	install := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", mod, "@duckdb/node-api")
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Skipf("npm install @duckdb/node-api: %v: %.300s", err, out)
+		t.Skip("short: no DuckDB")
 	}
 	path := filepath.Join(dir, "duckdb.parquet")
-	script := filepath.Join(mod, "write.mjs")
-	src := `import { DuckDBInstance } from '@duckdb/node-api';
-const inst = await DuckDBInstance.create(':memory:');
-const con = await inst.connect();
-await con.run(process.argv[2]);
-`
-	if err := os.WriteFile(script, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	q := "COPY (" + query + ") TO '" + path + "' (FORMAT parquet, ROW_GROUP_SIZE 1000)"
-	if out, err := exec.CommandContext(ctx, "node", script, q).CombinedOutput(); err != nil {
-		t.Fatalf("duckdb: %v: %s", err, out)
-	}
+	zoo.RunDuckDB(t, "COPY ("+query+") TO '"+path+"' (FORMAT parquet, ROW_GROUP_SIZE 1000)")
 	return path
 }
 

@@ -69,7 +69,7 @@ func (l *Loader) beginEpoch(rem *State) error {
 	}
 	l.ep, l.share, l.cursor, l.batches, l.rest = e, sh, plan.Start(sh.Spans), 0, nil
 	if rem != nil {
-		l.rest = &plan.Rest{Spans: rem.Rest, Pending: rem.RestPending, Before: rem.Before}
+		l.rest = &plan.Rest{Spans: rem.Rest, Pending: rem.RestPending}
 	}
 	// What the plan leaves out belongs to the whole world and is reported
 	// rank by rank; what it repeats, by the ranks that repeat it.
@@ -134,7 +134,7 @@ func (l *Loader) State() *State {
 	}
 	s.Done, s.Taken = c.Done, cloneSpans(c.Taken)
 	if l.rest != nil {
-		s.Resharded, s.Rest, s.RestPending, s.Before = true, l.rest.Spans, l.rest.Pending, l.rest.Before
+		s.Resharded, s.Rest, s.RestPending = true, l.rest.Spans, l.rest.Pending
 	}
 	s.Pending = l.rows.pending()
 	s.Flushed = l.atEnd && len(s.Pending) > 0
@@ -161,9 +161,9 @@ func (l *Loader) State() *State {
 //     token is delivered and Len is the estimate.
 //
 // An epoch resumed from a State counts its whole length, the batches
-// delivered before the checkpoint included; an epoch resumed from states
-// that Reshard dealt out counts the batches the old world had delivered
-// (the fewest of its ranks) and the new world's equal steps.
+// delivered before the checkpoint included; the rest of an epoch that
+// Reshard dealt to this world counts its own steps (the same on every
+// rank), not the old world's.
 func (l *Loader) Len() int {
 	if l.mix != nil {
 		return int(l.mix.steps())

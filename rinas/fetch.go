@@ -55,6 +55,7 @@ type unit struct {
 	// the slots are then released with the batch, not after decoding.
 	aliased bool
 	err     error
+	pc      int8 // its page cache state (rowcache.go)
 }
 
 // fetchBatch is a batch of units read together (RINAS): all its reads are
@@ -231,6 +232,10 @@ func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.
 		if epoch >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 			return
 		}
+		// Memory and the page cache change between epochs: choose each
+		// file's read mode again.
+		l.chooseModes()
+		l.applyModes()
 		e = l.epochPlan(epoch)
 		sh, err := l.planShare(e, nil)
 		if err != nil {
@@ -255,7 +260,11 @@ func (l *Loader) prepareChunk(k, c int) error {
 // submit issues the reads of fb: dictionaries first, then every page at
 // once.
 func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Request) error {
+	defer l.rowPagesLookup(fb)()
 	for i := range fb.units[:fb.n] {
+		if fb.units[i].skipsReads() {
+			continue
+		}
 		for _, k := range l.proj {
 			if err := l.ensureDict(ctx, k, fb.units[i].chunk); err != nil {
 				return err
@@ -263,8 +272,13 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 		}
 	}
 	reqs = reqs[:0]
+	l.hits = l.rowPageHits(fb, l.hits)
+	defer l.rowPagesHit(fb, l.hits)
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
+		if u.skipsReads() {
+			continue
+		}
 		ci := l.ix.Chunk(l.lead, u.chunk)
 		f := l.fc.file(ci.File)
 		// Spread units over the workers explicitly: decoding runs on
@@ -465,6 +479,7 @@ func (l *Loader) chunkEnd(k, c int) int {
 
 // finishUnit records a landed unit.
 func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
+	l.rowPageDone(u, err)
 	l.fc.release(l.ix.Chunk(l.lead, u.chunk).File)
 	if err != nil && !l.skip(fb, u, err) {
 		u.err = err

@@ -35,15 +35,19 @@ type fileCache struct {
 	batch   uint32
 	st      statter
 	checks  int64 // statx calls made (benchmarks)
-	head    int32 // most recently released idle file, -1 none
-	tail    int32 // least recently released idle file, -1 none
-	closed  bool
-	logf    func(string, ...any)
-	warned  bool
+	// modes is each file's open mode (Config.IOMode; setModes): a file
+	// open in another mode is reopened once it is idle.
+	modes  []engine.Tristate
+	head   int32 // most recently released idle file, -1 none
+	tail   int32 // least recently released idle file, -1 none
+	closed bool
+	logf   func(string, ...any)
+	warned bool
 }
 
 type fileEnt struct {
 	f          *engine.File
+	mode       engine.Tristate // what f was opened with
 	refs       int32
 	prev, next int32 // idle list links (refs == 0 and open), -1 none
 }
@@ -70,6 +74,16 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		return nil, ErrClosed
 	}
 	e := &c.ents[i]
+	mode := engine.TryOn
+	if c.modes != nil {
+		mode = c.modes[i]
+	}
+	if e.f != nil && e.mode != mode && e.refs == 0 {
+		// Its mode changed (a new epoch's choice) and no read of it is
+		// scheduled: reopen it. One with reads scheduled keeps its mode
+		// until it is idle.
+		c.evict(int32(i))
+	}
 	if e.f != nil {
 		if e.refs == 0 {
 			c.unlink(int32(i))
@@ -84,13 +98,21 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		c.warned = true
 		c.logf("%d files open, above the budget of %d (engine.OpenFileBudget(2)): every one has reads scheduled", c.open+1, c.max)
 	}
-	f, err := c.eng.Open(c.ix.File(i).Path)
+	f, err := c.eng.OpenMode(c.ix.File(i).Path, mode)
 	if err != nil {
 		return nil, err
 	}
-	e.f, e.refs = f, 1
+	e.f, e.mode, e.refs = f, mode, 1
 	c.open++
 	return f, nil
+}
+
+// setModes sets every file's open mode for the files opened from now on
+// (modes has one per file of the index).
+func (c *fileCache) setModes(modes []engine.Tristate) {
+	c.mu.Lock()
+	c.modes = modes
+	c.mu.Unlock()
 }
 
 // file returns file i, which the caller holds a reference on.

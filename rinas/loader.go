@@ -43,8 +43,11 @@ type Stats struct {
 	SidePages     int64
 	StraddleReads int64
 	// SideCacheHits counts the side pages taken from the side cache
-	// instead of being read (Config.SideCacheBytes).
+	// instead of being read (Config.SideCacheBytes). PageCacheHits counts
+	// the rows of row shuffle that took their page from one decoded for
+	// another row instead of reading it.
 	SideCacheHits int64
+	PageCacheHits int64
 	// Reads counts the page read requests issued (unordered fetch);
 	// CoalescedPages the pages read as part of another page's request
 	// (Config.CoalesceBytes).
@@ -64,6 +67,16 @@ type Stats struct {
 	// Sources order; the counters above are then the sums over them,
 	// Rows and Batches the mixture's.
 	Sources []SourceStats
+	// IOMode is how the current epoch reads its pages (Config.IOMode):
+	// "direct" (O_DIRECT), "buffered" (the page cache) or "mixed" (auto
+	// read some files each way); IOReason says why, with the figures
+	// auto weighed. DirectFiles and BufferedFiles count the files read
+	// each way (a file whose file system refuses O_DIRECT counts as
+	// direct here; the engine notices the fallback).
+	IOMode        string
+	IOReason      string
+	DirectFiles   int
+	BufferedFiles int
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -101,6 +114,15 @@ type Loader struct {
 
 	workers int
 	cpus    []int // the workers' CPU set, when pinned
+	planned int64 // the bytes Open sized (PlannedBytes)
+	// leadRatio is the lead column's sampled decoded bytes over stored
+	// bytes, sideRowBytes the other columns' mean decoded bytes a row:
+	// what rowCost estimates rows by.
+	leadRatio    float64
+	sideRowBytes float64
+	// goMemDone gives the loader's share of the Go soft memory limit back
+	// (gomem.go).
+	goMemDone func()
 
 	// Shared by the producer (and its engine handlers) and the consumer:
 	// the codec chunks, made lazily by the producer and read by the
@@ -109,6 +131,7 @@ type Loader struct {
 	chunks []*codec.Chunk
 	dicts  dictCache
 	sideC  sideCache // decoded pages of the other columns (Config.SideCacheBytes)
+	pcache pageCache // decoded lead pages for row shuffle (rowcache.go)
 	free   chan *fetchBatch
 	ready  chan *fetchBatch // in order; a nil-units batch marks an epoch's end
 
@@ -122,8 +145,10 @@ type Loader struct {
 	sa    struct {
 		pages, disk, pageBytes, decoded, dicts, slow, zeroCopy atomic.Int64
 		sidePages, straddle, reads, coalesced, sideHits        atomic.Int64
+		pageHits                                               atomic.Int64
 	}
 	skips skipLog // Config.SkipBadPages
+	io    ioState // each file's read mode (Config.IOMode)
 }
 
 // producer is the state of the producer goroutine and the engine
@@ -133,6 +158,7 @@ type producer struct {
 	decs   []*codec.Decoder
 	prodD  *codec.Decoder // the producer's (ordered fetch)
 	direct *directReader  // the producer's synchronous reads (ordered fetch)
+	hits   []*unit        // scratch: units the page cache gave (rowcache.go)
 	pageQ  *engine.Queue
 	dictQ  *engine.Queue
 	fbs    []*fetchBatch
@@ -164,6 +190,7 @@ type consumer struct {
 	curNext int         // next arrival index of cur to take in
 	atEnd   bool        // row batches: the epoch's units are all taken in
 	rows    rowStream
+	outG    outGate // row batches held (arrow output)
 	tokBufs chan *tokenBuf
 	// tokMu orders token buffers coming back (Batch.Release, from any
 	// goroutine) against Close: once tokClosed is set, a buffer coming
@@ -228,6 +255,9 @@ func (l *Loader) start() error {
 	if err := l.openEngine(); err != nil {
 		return err
 	}
+	// After the engine's memory is allocated: auto counts it as taken.
+	l.chooseModes()
+	l.applyModes()
 	if err := l.startEpoch(l.cfg.Resume); err != nil {
 		return err
 	}
@@ -331,24 +361,35 @@ func autoPrefetch(perBatch, slotSize, decoded int, compressed bool) int {
 }
 
 // decodedPageEstimate returns the largest decoded size among up to
-// sampleHeaders data pages spread over the column, read from their
-// headers, or 0 when none could be read. It sizes the read-ahead and the
-// memory check only: a page it cannot read fails when its batch does.
-func (l *Loader) decodedPageEstimate() int {
-	n := l.ix.NumPages(l.lead)
+// sampleHeaders data pages spread over the lead column, read from their
+// headers, or 0 when none could be read, and the sampled pages' decoded
+// bytes over their stored bytes (1 when none could be read). It sizes the
+// read-ahead and the memory check only: a page it cannot read fails when
+// its batch does.
+func (l *Loader) decodedPageEstimate() (int, float64) { return l.decodedEstimate(l.lead) }
+
+// decodedEstimate is decodedPageEstimate for index column k.
+func (l *Loader) decodedEstimate(k int) (int, float64) {
+	n := l.ix.NumPages(k)
 	m := min(n, sampleHeaders)
 	est := 0
-	for k := 0; k < m; k++ {
-		loc := l.ix.Locate(l.lead, k*n/m)
+	var dec, stored float64
+	for i := 0; i < m; i++ {
+		loc := l.ix.Locate(k, i*n/m)
 		b, err := preadFile(l.ix.File(loc.File).Path, loc.Offset, min(int(loc.Size), 4096))
 		if err != nil {
 			continue
 		}
-		if h, _, err := codec.ParsePageHeader(b); err == nil {
+		if h, hn, err := codec.ParsePageHeader(b); err == nil {
 			est = max(est, int(h.UncompressedSize))
+			dec += float64(int(h.UncompressedSize) + hn)
+			stored += float64(loc.Size)
 		}
 	}
-	return est
+	if dec == 0 || stored == 0 {
+		return est, 1
+	}
+	return est, dec / stored
 }
 
 // defaultWorkers is Engine.Workers' default: GOMAXPROCS, halved (at least
@@ -361,6 +402,17 @@ func defaultWorkers(compressed bool, procs int) int {
 	}
 	return max(1, n/2)
 }
+
+// PlannedBytes returns the memory Open sized against Config.MemoryLimit
+// for read slots, decoded pages, token buffers, the side cache, rows taken
+// in and row batches held; dictionaries get what the limit leaves.
+func (l *Loader) PlannedBytes() int64 { return l.planned }
+
+// BatchPages returns the units of a fetch batch in use: Config.BatchPages,
+// or fewer when the rank's share of an epoch has fewer units, or when Open
+// lowered a BatchPages it chose to fit MemoryLimit (page batches then
+// carry that many pages).
+func (l *Loader) BatchPages() int { return l.cfg.BatchPages }
 
 // Workers returns the number of engine workers in use.
 func (l *Loader) Workers() int { return l.workers }
@@ -381,20 +433,51 @@ func (l *Loader) summarize() (indexSummary, error) {
 		sideMean:  l.sideMean,
 		maxRun:    l.maxRun,
 		procs:     runtime.GOMAXPROCS(0),
+		rows:      l.ix.NumRows(),
 	}
+	s.rowsPerPage = float64(s.rows) / float64(max(l.ix.NumPages(l.lead), 1))
+	var stored, sideStored int64 // the projection's page bytes, the other columns'
 	for _, k := range l.proj {
-		for g := 0; g < l.ix.NumPages(k); g++ {
-			s.maxPage = max(s.maxPage, int(l.ix.Locate(k, g).Size))
+		for _, sz := range l.ix.PageSizes(k) {
+			s.maxPage = max(s.maxPage, int(sz))
+			stored += int64(sz)
+			if k != l.lead {
+				s.sidePage = max(s.sidePage, int(sz))
+				sideStored += int64(sz)
+			}
 		}
 		for c := 0; c < l.ix.NumChunks(); c++ {
 			ci := l.ix.Chunk(k, c)
 			s.maxPage = max(s.maxPage, int(ci.DictSize))
+			if int(ci.DictSize) > s.maxDict {
+				s.maxDict, s.maxDictFile = int(ci.DictSize), l.ix.File(ci.File).Path
+			}
 			s.compressed = s.compressed || ci.Codec != compress.Codecs.Uncompressed
 		}
 	}
+	ratio := 1.0
+	s.leadRatio = 1
 	if s.compressed {
-		s.decodedPage = l.decodedPageEstimate()
+		s.decodedPage, ratio = l.decodedPageEstimate()
+		s.leadRatio = ratio
+		sideRatio := 1.0
+		for _, k := range l.sides {
+			d, r := l.decodedEstimate(k)
+			s.sideDecoded, sideRatio = max(s.sideDecoded, d), max(sideRatio, r)
+		}
+		s.sideBytes = int64(float64(sideStored) * sideRatio)
+		stored = int64(float64(stored-sideStored)*ratio + float64(sideStored)*sideRatio)
+		ratio = 1
+	} else {
+		s.sideBytes = sideStored
 	}
+	s.units = l.space.Len()
+	if rows := l.ix.NumRows(); rows > 0 {
+		s.rowBytes = float64(stored) * ratio / float64(rows)
+		s.sideRowBytes = float64(s.sideBytes) / float64(rows)
+	}
+	s.files, s.fdBudget = l.ix.NumFiles(), engine.OpenFileBudget(2)
+	s.addrLeft = addrSpaceLeft()
 	if e := l.cfg.SharedEngine; e != nil {
 		s.shared, s.sharedWorkers = true, e.Workers()
 	}
@@ -442,13 +525,21 @@ func (l *Loader) openEngine() error {
 	if err != nil {
 		return err
 	}
-	l.cfg.Prefetch = z.prefetch
+	l.cfg.Prefetch, l.cfg.BatchPages, l.cfg.BufferRows = z.prefetch, z.batchPages, z.bufferRows
+	l.planned = z.mem.need()
+	if z.shrunk != "" {
+		l.cfg.Logf("lowered to fit MemoryLimit (%d MiB), the address space limit and the open-file budget: %s", l.cfg.MemoryLimit>>20, z.shrunk)
+	}
 	l.coalesce = z.coalesce
 	opts := z.engine
 	if len(opts.CPUSets) > 0 {
 		l.cpus = opts.CPUSets[0]
 	}
 	l.sideC.init(z.mem.side)
+	if benchNoPageCache {
+		z.pageCache = 0
+	}
+	l.pcache.init(z.pageCache)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {
@@ -482,7 +573,9 @@ func (l *Loader) openEngine() error {
 	// them (no copy). Row batches keep rows in the shuffle buffer past
 	// their fetch batch, so their pages never alias a slot.
 	wopts := copts
-	wopts.AliasInput = l.cfg.BatchRows == 0
+	// Row shuffle shares decoded pages among the rows they hold
+	// (rowcache.go): they must not alias the slots they were read into.
+	wopts.AliasInput = l.cfg.BatchRows == 0 && l.cfg.Shuffle != ShuffleRow
 	l.decs = make([]*codec.Decoder, z.decoders)
 	for i := range l.decs {
 		l.decs[i] = codec.NewDecoder(wopts)
@@ -492,7 +585,7 @@ func (l *Loader) openEngine() error {
 		l.prodD = codec.NewDecoder(copts)
 		l.direct = newDirectReader(z.directSpan, l.cfg.Engine.Direct)
 	}
-	l.fc.init(l.eng, l.ix, engine.OpenFileBudget(2), l.cfg.Logf)
+	l.fc.init(l.eng, l.ix, z.openFiles, l.cfg.Logf)
 	l.chunks = make([]*codec.Chunk, l.ix.NumColumns()*l.ix.NumChunks())
 	l.dicts.init(z.mem.dictCache())
 	l.pageQ = l.eng.NewQueue(engine.QueueOptions{Handler: l.onPage})
@@ -527,6 +620,10 @@ func (l *Loader) openEngine() error {
 		}
 	}
 	l.rows.init(l)
+	l.rows.maxCost = z.mem.rows
+	l.leadRatio, l.sideRowBytes = sum.leadRatio, sum.sideRowBytes
+	l.outG.init(z.mem.out)
+	l.goMemDone = goMemLimit(z.heapShare)
 	return nil
 }
 
@@ -684,7 +781,9 @@ func (l *Loader) Stats() Stats {
 	s.StraddleReads = l.sa.straddle.Load()
 	s.Reads = l.sa.reads.Load()
 	s.SideCacheHits = l.sa.sideHits.Load()
+	s.PageCacheHits = l.sa.pageHits.Load()
 	s.CoalescedPages = l.sa.coalesced.Load()
+	l.io.stats(&s)
 	return s
 }
 
@@ -733,6 +832,7 @@ func (l *Loader) closeAll() error {
 	l.work.reset()
 	l.dicts.drop()
 	l.sideC.drop()
+	l.pcache.drop()
 	if l.tokBufs != nil {
 		l.tokMu.Lock()
 		l.tokClosed = true // buffers released from here on are unmapped
@@ -760,6 +860,9 @@ func (l *Loader) closeAll() error {
 	}
 	if l.direct != nil {
 		l.direct.close()
+	}
+	if l.goMemDone != nil {
+		l.goMemDone()
 	}
 	return errors.Join(errs...)
 }

@@ -506,7 +506,7 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 	}{
 		{"unknown column", func(c *Config) { c.Columns = []string{"nope"} }, nil},
 		{"tokens from strings", func(c *Config) { c.Columns = []string{"text"}; c.Output = OutputTokens }, ErrConfig},
-		{"memory", func(c *Config) { c.BatchPages = 60000; c.MemoryLimit = 1 << 20 }, ErrMemory},
+		{"memory", func(c *Config) { c.BatchPages = 60000; c.MemoryLimit = 4 << 10 }, ErrMemory},
 		{"state of another seed", func(c *Config) { c.Resume = foreign }, ErrState},
 		{"rank beyond world", func(c *Config) { c.Rank, c.World = 3, 2 }, ErrConfig},
 		{"no paths", func(c *Config) { c.Paths = nil }, ErrConfig},
@@ -641,16 +641,24 @@ func TestAutoPrefetch(t *testing.T) {
 		}
 	}
 	ds := testDataset(t, "v2")
-	l := openT(t, baseConfig(ds, "id"))
+	cfg := baseConfig(ds, "id")
+	cfg.BatchPages = 1
+	l := openT(t, cfg)
 	if got := l.Prefetch(); got < 2 || got > 64 {
 		t.Fatalf("Prefetch() = %d after Open with 0", got)
+	}
+	// A run of fewer batches reads no further ahead than its last.
+	cfg.BatchPages = 0
+	l = openT(t, cfg)
+	if n := l.ix.NumPages(0); l.BatchPages() != min(64, n) || l.Prefetch() != (n+l.BatchPages()-1)/l.BatchPages()-1 {
+		t.Fatalf("%d pages: batches of %d, Prefetch() = %d", n, l.BatchPages(), l.Prefetch())
 	}
 	// zstd pages of ~2 KiB: their headers give the decoded size, and the
 	// memory check counts the decoded window
 	zc := baseConfig(testDataset(t, "v1walk"), "input_ids")
 	lz := openT(t, zc)
-	if est := lz.decodedPageEstimate(); est < 512 || est > 16<<10 {
-		t.Errorf("decodedPageEstimate() = %d for pages of ~2 KiB", est)
+	if est, ratio := lz.decodedPageEstimate(); est < 512 || est > 16<<10 || ratio < 1 {
+		t.Errorf("decodedPageEstimate() = %d, %.2f for pages of ~2 KiB", est, ratio)
 	}
 	zc.MemoryLimit = 1
 	_, err := Open(context.Background(), zc)
@@ -687,10 +695,18 @@ func TestDefaultWorkers(t *testing.T) {
 // TestDiskBytesCountWhatTheDeviceMoved checks Stats over one epoch of
 // single-page units: PageBytes is the pages themselves, DiskBytes each read
 // rounded out to the engine's O_DIRECT alignment (statx DIOALIGN), as fio
-// counts the disk's work.
+// counts the disk's work; buffered reads move the pages alone.
 func TestDiskBytesCountWhatTheDeviceMoved(t *testing.T) {
 	ds := testDataset(t, "v2plain")
-	l := openT(t, baseConfig(ds, "id"))
+	cfg := baseConfig(ds, "id")
+	cfg.IOMode = IOBuffered
+	l := openT(t, cfg)
+	drain(t, l, -1)
+	if st := l.Stats(); st.DiskBytes != st.PageBytes || st.PageBytes == 0 {
+		t.Fatalf("buffered: PageBytes %d DiskBytes %d, want them equal", st.PageBytes, st.DiskBytes)
+	}
+	cfg.IOMode = IODirect
+	l = openT(t, cfg)
 	drain(t, l, -1)
 	ix := l.Index()
 	var pageBytes, diskBytes int64

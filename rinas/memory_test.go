@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,12 +81,16 @@ func TestDictionariesCountAgainstMemoryLimit(t *testing.T) {
 		t.Errorf("%d dictionaries read for %d row groups: nothing was evicted", st.Dictionaries, rgs)
 	}
 
+	// Room for less than the largest dictionary fails at Open (from the
+	// dictionary page's stored size) or, at the latest, when it is read.
 	cfg = base()
 	cfg.MemoryLimit = need + 2<<20
-	l = openT(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var err error
+	l, err := Open(ctx, cfg)
+	if err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
 	for err == nil {
 		var b *Batch
 		if b, err = l.Next(ctx); err == nil {
@@ -94,5 +99,166 @@ func TestDictionariesCountAgainstMemoryLimit(t *testing.T) {
 	}
 	if !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Next: %v, want ErrMemory naming %s", err, path)
+	}
+}
+
+// writeOnePagePerChunk writes rows rows of (id int64, tokens list<int32>)
+// in row groups of rgRows rows, each column chunk one page (as DuckDB
+// writes them), zstd-compressed; each row has about meanTokens tokens.
+func writeOnePagePerChunk(t testing.TB, path string, rows, rgRows, meanTokens int) {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "tokens", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}}, nil)
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDataPageSize(256<<20),
+		parquet.WithDictionaryDefault(false), parquet.WithMaxRowGroupLength(int64(rgRows)), parquet.WithBatchSize(int64(rgRows)))
+	var recs []arrow.RecordBatch
+	rng := rand.New(rand.NewPCG(1, 2))
+	for r0 := 0; r0 < rows; r0 += rgRows {
+		ib := array.NewInt64Builder(memory.DefaultAllocator)
+		lb := array.NewListBuilder(memory.DefaultAllocator, arrow.PrimitiveTypes.Int32)
+		vb := lb.ValueBuilder().(*array.Int32Builder)
+		for r := r0; r < min(r0+rgRows, rows); r++ {
+			ib.Append(int64(r))
+			lb.Append(true)
+			for k := rng.IntN(2 * meanTokens); k >= 0; k-- {
+				vb.Append(rng.Int32N(50000))
+			}
+		}
+		ia, la := ib.NewArray(), lb.NewArray()
+		recs = append(recs, array.NewRecordBatch(sc, []arrow.Array{ia, la}, int64(ia.Len())))
+		ia.Release()
+		la.Release()
+		ib.Release()
+		lb.Release()
+	}
+	pqtest.WriteRecords(t, path, props, recs...)
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// TestOnePagePerChunkAtDefaults: a file whose every column chunk is one
+// page (DuckDB's layout: 20,000 rows of token lists in five row groups,
+// pages of about 4.4 MB decoded) opens at the default configuration, plans
+// no more than twice the dataset's decoded size, and delivers every row
+// once, with one column and with two.
+func TestOnePagePerChunkAtDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "duck.parquet")
+	writeOnePagePerChunk(t, path, 20000, 4000, 270)
+	for _, cols := range [][]string{{"tokens"}, {"id", "tokens"}} {
+		t.Run(strings.Join(cols, ","), func(t *testing.T) {
+			cfg := Config{Paths: []string{path}, Columns: cols, Logf: t.Logf, World: 1}
+			l := openT(t, cfg)
+			rows := 0
+			seen := map[int64]bool{}
+			eachBatch(t, l, func(b *Batch) {
+				rows += b.Rows
+				if len(cols) == 2 {
+					for _, a := range b.Columns[0].Arrays {
+						for _, id := range a.(*array.Int64).Int64Values() {
+							if seen[id] {
+								t.Fatalf("id %d twice", id)
+							}
+							seen[id] = true
+						}
+					}
+				}
+				b.Release()
+			})
+			st := l.Stats()
+			if rows != 20000 {
+				t.Fatalf("%d rows, want 20000", rows)
+			}
+			// Twice the decoded data for one column; the other column's
+			// reads take slots sized for the largest page, so a little
+			// more for two.
+			limit := 2 * st.DecodedBytes
+			if len(cols) == 2 {
+				limit = 5 * st.DecodedBytes / 2
+			}
+			if p := l.PlannedBytes(); p > limit {
+				t.Errorf("Open planned %d bytes for a dataset of %d bytes decoded (%d pages)", p, st.DecodedBytes, st.Pages)
+			}
+			t.Logf("%d pages, %d bytes decoded, %d planned, batches of %d, prefetch %d, %d workers", st.Pages, st.DecodedBytes, l.PlannedBytes(), l.BatchPages(), l.Prefetch(), l.Workers())
+		})
+	}
+}
+
+// TestHugeBinaryRowsAtDefaults: rows of 300 KB binaries, 40 to a page of
+// 12 MB (an image-and-caption dataset), load with the default
+// configuration, page and row batches; under a MemoryLimit that holds a
+// few of their pages the batch shrinks to fit instead of failing Open.
+func TestHugeBinaryRowsAtDefaults(t *testing.T) {
+	const rows, per, size = 400, 40, 300 << 10
+	path := filepath.Join(t.TempDir(), "images.parquet")
+	writeBinaryRows(t, path, rows, per, size)
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"defaults", func(*Config) {}},
+		{"row batches", func(c *Config) { c.BatchRows = 8 }},
+		{"160 MiB", func(c *Config) { c.MemoryLimit = 160 << 20 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var notes []string
+			cfg := Config{Paths: []string{path}, Columns: []string{"id", "image"}, World: 1,
+				Logf: func(f string, a ...any) { notes = append(notes, fmt.Sprintf(f, a...)) }}
+			tc.edit(&cfg)
+			l := openT(t, cfg)
+			seen := map[int64]bool{}
+			eachBatch(t, l, func(b *Batch) {
+				ids := b.Columns[0].Arrays
+				for i, a := range ids {
+					imgs := b.Columns[1].Arrays[i].(*array.Binary)
+					for j, id := range a.(*array.Int64).Int64Values() {
+						v := imgs.Value(j)
+						if seen[id] || len(v) != size || int64(v[0])|int64(v[1])<<8 != id {
+							t.Fatalf("row %d: twice %v, image of %d bytes for id %d", id, seen[id], len(v), int64(v[0])|int64(v[1])<<8)
+						}
+						seen[id] = true
+					}
+				}
+				b.Release()
+			})
+			if len(seen) != rows {
+				t.Fatalf("%d rows, want %d", len(seen), rows)
+			}
+			if l.PlannedBytes() > cfg.MemoryLimit && cfg.MemoryLimit > 0 {
+				t.Errorf("planned %d bytes over the limit %d", l.PlannedBytes(), cfg.MemoryLimit)
+			}
+			t.Logf("batches of %d, prefetch %d, planned %d MiB; %q", l.BatchPages(), l.Prefetch(), l.PlannedBytes()>>20, notes)
+		})
+	}
+}
+
+// writeBinaryRows writes rows rows of (id int64, image binary) to path,
+// each image size bytes starting with its id's two low bytes, per rows to
+// an uncompressed page, five pages to a row group.
+func writeBinaryRows(t testing.TB, path string, rows, per, size int) {
+	t.Helper()
+	sc := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "image", Type: arrow.BinaryTypes.Binary}}, nil)
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Uncompressed), parquet.WithDataPageSize(int64(per*size)),
+		parquet.WithDictionaryDefault(false), parquet.WithBatchSize(int64(per)), parquet.WithMaxRowGroupLength(int64(5*per)))
+	img := make([]byte, size)
+	var recs []arrow.RecordBatch
+	for r0 := 0; r0 < rows; r0 += per {
+		ib := array.NewInt64Builder(memory.DefaultAllocator)
+		bb := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+		for r := r0; r < min(r0+per, rows); r++ {
+			ib.Append(int64(r))
+			img[0], img[1] = byte(r), byte(r>>8)
+			bb.Append(img)
+		}
+		ia, ba := ib.NewArray(), bb.NewArray()
+		recs = append(recs, array.NewRecordBatch(sc, []arrow.Array{ia, ba}, int64(ia.Len())))
+		ia.Release()
+		ba.Release()
+		ib.Release()
+		bb.Release()
+	}
+	pqtest.WriteRecords(t, path, props, recs...)
+	for _, r := range recs {
+		r.Release()
 	}
 }

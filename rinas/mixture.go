@@ -389,16 +389,30 @@ func (m *mixture) openEngine() error {
 			u = s
 			continue
 		}
+		// The engine's slots must take any source's largest read; its
+		// window is sized as the largest source's.
 		u.maxPage = max(u.maxPage, s.maxPage)
 		u.compressed = u.compressed || s.compressed
+		if s.maxDict > u.maxDict {
+			u.maxDict, u.maxDictFile = s.maxDict, s.maxDictFile
+		}
 		u.decodedPage = max(u.decodedPage, s.decodedPage)
+		u.sidePage = max(u.sidePage, s.sidePage)
+		u.sideDecoded = max(u.sideDecoded, s.sideDecoded)
+		u.sideBytes = max(u.sideBytes, s.sideBytes)
 		u.unitMax = max(u.unitMax, s.unitMax)
 		u.unitReqs = max(u.unitReqs, s.unitReqs)
 		u.sides = max(u.sides, s.sides)
 		u.sideReads = max(u.sideReads, s.sideReads)
 		u.sideMean = max(u.sideMean, s.sideMean)
 		u.maxRun = max(u.maxRun, s.maxRun)
+		u.units = max(u.units, s.units)
+		u.rowBytes = max(u.rowBytes, s.rowBytes)
+		u.sideRowBytes = max(u.sideRowBytes, s.sideRowBytes)
+		u.files = max(u.files, s.files)
 		u.orderedSpan = max(u.orderedSpan, s.orderedSpan)
+		u.rows = max(u.rows, s.rows)
+		u.rowsPerPage = max(u.rowsPerPage, s.rowsPerPage)
 	}
 	c := m.srcs[0].cfg
 	c.slotsCounted = false

@@ -23,6 +23,7 @@ type rowItem struct {
 	// each (several columns; each retained once per item).
 	cols []arrow.Array
 	ci   int
+	pin  *rowPin // its page's memory (rowmem.go)
 }
 
 // release drops the item's references.
@@ -31,6 +32,7 @@ func (it *rowItem) release() {
 	for _, a := range it.cols {
 		a.Release()
 	}
+	it.pin.unpin()
 }
 
 func (it *rowItem) tok() int     { return int(it.ref.Tok) }
@@ -44,6 +46,10 @@ type rowStream struct {
 	out  []rowItem // FIFO, head at out[0]
 	rng  splitmix
 	perm []int // scratch for row-group shuffles
+	// held is the bytes of the pages the rows held pin; cost the rows'
+	// costs (rowmem.go), which maxCost bounds: random rows leave the
+	// shuffle buffer early beyond it.
+	held, cost, maxCost int64
 }
 
 func (r *rowStream) init(l *Loader) {
@@ -70,21 +76,27 @@ func (r *rowStream) push(u *unit) {
 		}
 		at0 := at
 		at += int64(hi - lo)
+		klo, khi := lo, hi // the rows of this page the unit keeps
+		if u.cut {
+			klo = lo + int(min(max(u.lo-at0, 0), int64(hi-lo)))
+			khi = lo + int(min(max(u.hi-at0, 0), int64(hi-lo)))
+		}
+		if klo >= khi {
+			continue // a pin of no rows would never be released
+		}
 		var cols []arrow.Array
 		if len(r.l.sides) > 0 {
 			// each side's rows [lo, hi) of this page; u.segs is reused
 			// once the unit's batch is recycled
 			cols = slices.Clone(u.segs[k])
 		}
-		for i := lo; i < hi; i++ {
-			if u.cut && (at0+int64(i-lo) < u.lo || at0+int64(i-lo) >= u.hi) {
-				continue
-			}
+		pin := r.pin(khi-klo, pageBytes(a, cols), r.l.rowCost(u.first+k, a.Len()))
+		for i := klo; i < khi; i++ {
 			a.Retain()
 			for _, c := range cols {
 				c.Retain()
 			}
-			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo})
+			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo, pin: pin})
 		}
 	}
 	if r.l.cfg.Shuffle == ShuffleRowGroup {
@@ -101,7 +113,9 @@ func (r *rowStream) push(u *unit) {
 	for _, it := range rows {
 		r.buf.rng = r.rng
 		r.buf.push(it)
-		for r.buf.over() > 0 {
+		// Over its rows or its bytes, random rows leave: the FIFO is
+		// delivered before the next unit is taken in.
+		for r.buf.over() > 0 || (r.cost > r.maxCost && r.maxCost > 0 && r.buf.len() > 0) {
 			r.out = append(r.out, r.buf.pop())
 		}
 		r.rng = r.buf.rng
@@ -171,6 +185,7 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 		}
 	}()
 	items := make([]rowItem, 0, len(refs))
+	pins := map[uint64]*rowPin{}
 	for _, ref := range refs {
 		p := pages[ref.Page]
 		if p == nil {
@@ -211,7 +226,14 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 		for _, c := range cols {
 			c.Retain()
 		}
-		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row), cols: cols, ci: int(ref.Row)})
+		pin := pins[ref.Page]
+		if pin == nil {
+			pin = r.pin(0, pageBytes(a, cols), r.l.rowCost(int(ref.Page), a.Len()))
+			pins[ref.Page] = pin
+		}
+		pin.rows++
+		r.cost += pin.rowCost
+		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row), cols: cols, ci: int(ref.Row), pin: pin})
 	}
 	nbuf := 0
 	if r.buf != nil && !flushed {
@@ -233,6 +255,12 @@ func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
 	if l.share.Force && l.batches >= l.share.Steps {
 		// Len's batches are out: the rest of the epoch is dropped.
 		if err := l.dropRest(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if l.cfg.Output == OutputArrow {
+		// Row batches the consumer holds count against MemoryLimit.
+		if err := l.outG.wait(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -370,6 +398,7 @@ func (l *Loader) finishRows(b *Batch, tb *tokenBuf, pk *packer, taken []rowItem)
 			return nil, err
 		}
 		b.setColumns(cols)
+		b.free = l.outG.hold(batchBytes(b))
 	}
 	return b, nil
 }

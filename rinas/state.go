@@ -90,8 +90,7 @@ type State struct {
 	// Resharded marks the remainder of an epoch that an earlier world
 	// left, as Reshard hands it on: Rest lists the ranges of the stream
 	// that world had not taken in and RestPending counts the rows it had
-	// taken in but not delivered; Before is the batches it had delivered
-	// (the fewest of its ranks). Every rank of this world deals Rest and
+	// taken in but not delivered. Every rank of this world deals Rest and
 	// the pending rows alike, from its own settings (Reshard's doc), and
 	// Share is then its part. Fresh marks a state as Reshard made it: its
 	// share not dealt yet, Pending the pending rows dealt to the rank
@@ -100,7 +99,6 @@ type State struct {
 	Resharded   bool   `json:"resharded,omitempty"`
 	Rest        []Span `json:"rest,omitempty"`
 	RestPending uint64 `json:"rest_pending,omitempty"`
-	Before      uint64 `json:"before,omitempty"`
 	Fresh       bool   `json:"fresh,omitempty"`
 	EpochEnd    bool   `json:"epoch_end,omitempty"` // the epoch is finished
 	// Mix is a mixture's state (Config.Sources); the fields above then
@@ -134,9 +132,6 @@ func versionErr(v int) error {
 	}
 	return stateErr("version", "%d, this loader reads version %d", v, stateVersion)
 }
-
-// maxWorld bounds the world a State or Reshard may name.
-const maxWorld = 1 << 20
 
 // stateErr is the ErrState about one field of a State.
 func stateErr(field, format string, args ...any) error {
@@ -197,7 +192,7 @@ func (l *Loader) checkState(s *State) error {
 		return stateErr("share", "%v", err)
 	}
 	if s.Fresh {
-		if len(s.Share) > 0 || s.Done != 0 || len(s.Taken) > 0 || s.Batches != s.Before {
+		if len(s.Share) > 0 || s.Done != 0 || len(s.Taken) > 0 || s.Batches != 0 {
 			return stateErr("fresh", "a remainder not dealt yet with a share, progress or batches of its own")
 		}
 		if n := plan.PendingOf(s.RestPending, s.World, s.Rank); uint64(len(s.Pending)) != n {
@@ -207,9 +202,6 @@ func (l *Loader) checkState(s *State) error {
 	}
 	if !slices.Equal(s.Share, sh.Spans) {
 		return stateErr("share", "rank %d delivers %v of the epoch, this loader's plan gives it %v (other settings?)", s.Rank, s.Share, sh.Spans)
-	}
-	if s.Batches < s.Before {
-		return stateErr("batches", "%d batches delivered, fewer than the %d before the remainder", s.Batches, s.Before)
 	}
 	c := plan.Cursor{Done: s.Done}
 	if err := c.Check(e, s.Share); err != nil {
@@ -346,13 +338,13 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	old := make([]plan.Progress, len(byRank))
 	var pending []RowRef
 	for r, s := range byRank {
-		old[r] = plan.Progress{Spans: s.Share, Cursor: plan.Cursor{Done: s.Done, Taken: s.Taken}, Pending: uint64(len(s.Pending)), Batches: s.Batches}
+		old[r] = plan.Progress{Spans: s.Share, Cursor: plan.Cursor{Done: s.Done, Taken: s.Taken}, Pending: uint64(len(s.Pending))}
 		pending = append(pending, s.Pending...)
 	}
 	var rest plan.Rest
 	if s0.Fresh {
 		// Not resumed since Reshard made them: the same rest, dealt anew.
-		rest = plan.Rest{Spans: s0.Rest, Pending: uint64(len(pending)), Before: s0.Before}
+		rest = plan.Rest{Spans: s0.Rest, Pending: uint64(len(pending))}
 		if err := plan.CheckSpans(rest.Spans, plan.MaxStream); err != nil {
 			return nil, stateErr("rest", "%v", err)
 		}
@@ -364,7 +356,7 @@ func Reshard(states []*State, world int) ([]*State, error) {
 	}
 	for r, ns := range out {
 		ns.Resharded, ns.Fresh = true, true
-		ns.Rest, ns.RestPending, ns.Before, ns.Batches = rest.Spans, rest.Pending, rest.Before, rest.Before
+		ns.Rest, ns.RestPending = rest.Spans, rest.Pending
 		for i := r; i < len(pending); i += world {
 			ns.Pending = append(ns.Pending, pending[i])
 		}
@@ -375,8 +367,11 @@ func Reshard(states []*State, world int) ([]*State, error) {
 // reshardByRank checks that states are every rank of one world, of one
 // run and epoch, dealt out the same way, and returns them indexed by rank.
 func reshardByRank(states []*State, world int) ([]*State, error) {
-	if len(states) == 0 || world < 1 || world > maxWorld {
-		return nil, fmt.Errorf("%w: reshard %d states to world %d (want 1..%d)", ErrState, len(states), world, maxWorld)
+	if world < 1 || world > maxWorld {
+		return nil, fmt.Errorf("%w: reshard to a world of %d (want 1..%d)", ErrConfig, world, maxWorld)
+	}
+	if len(states) == 0 {
+		return nil, fmt.Errorf("%w: reshard %d states to world %d", ErrState, len(states), world)
 	}
 	s0 := states[0]
 	if s0 == nil || len(states) != s0.World {
@@ -395,7 +390,7 @@ func reshardByRank(states []*State, world int) ([]*State, error) {
 			return nil, versionErr(s.Version)
 		}
 		if s.Dataset != s0.Dataset || s.Seed != s0.Seed || s.Epoch != s0.Epoch || s.World != s0.World || s.Shuffle != s0.Shuffle ||
-			s.Fresh != s0.Fresh || (s.Fresh && (!slices.Equal(s.Rest, s0.Rest) || s.Before != s0.Before)) ||
+			s.Fresh != s0.Fresh || (s.Fresh && !slices.Equal(s.Rest, s0.Rest)) ||
 			s.EpochEnd != s0.EpochEnd || s.Output != s0.Output || s.Lead != s0.Lead || !slices.Equal(s.Columns, s0.Columns) ||
 			s.BatchRows != s0.BatchRows || s.BatchPages != s0.BatchPages || s.Policy != s0.Policy || s.Total != s0.Total {
 			return nil, fmt.Errorf("%w: states of different runs, epochs or settings", ErrState)

@@ -1,8 +1,11 @@
 package rinas
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,4 +84,30 @@ func (s *statter) close() {
 		}
 	}
 	s.dirs = nil
+}
+
+// addrSpaceLeft returns how much more memory the process may use under
+// its RLIMIT_AS (ulimit -v): the soft limit less VmSize, plus the Go
+// heap's mapped pages that hold nothing (the Go heap never unmaps its
+// arenas, and reuses them), at least 1; 0 when the limit is infinite or
+// cannot be read.
+func addrSpaceLeft() int64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_AS, &rl); err != nil || rl.Cur == unix.RLIM_INFINITY || rl.Cur > math.MaxInt64 {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmSize:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0
+			}
+			return max(int64(rl.Cur)-kb<<10+goHeapFree(), 1)
+		}
+	}
+	return 0
 }

@@ -389,7 +389,7 @@ func (l *Loader) planShare(e *plan.Epoch, rem *State) (plan.Share, error) {
 	if t := l.space.Total(); t > 0 {
 		perCount = float64(l.space.Tokens()) / float64(t)
 	}
-	rest := plan.Rest{Spans: rem.Rest, Pending: rem.RestPending, Before: rem.Before}
+	rest := plan.Rest{Spans: rem.Rest, Pending: rem.RestPending}
 	return rest.Share(p, l.space.Total(), perCount)
 }
 

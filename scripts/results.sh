@@ -12,11 +12,22 @@
 #   - several columns against one, deterministic against unordered
 #     assembly (pagebench --parquet, alternating);
 #   - the Python binding against the Go loader (python/bench.py) where
-#     an interpreter with numpy and torch is installed.
+#     an interpreter with numpy and torch is installed;
+#   - the read modes (auto, O_DIRECT, buffered, a memory map) where a
+#     ~1 GiB dataset fits in memory with the page cache warm, and inside a
+#     memory cgroup a quarter of its size (caches dropped before each
+#     run), with fio's random reads at the dataset's read sizes and the
+#     loader's depth (`pagebench --regimes`); rows/s against dataset size
+#     ÷ memory, the chart docs/img/rows_by_memory.svg (`pagebench
+#     --sweep`); the Python binding in both regimes. Each figure carries
+#     the load average (1 minute) around its runs: the machine is shared.
 # Knobs (environment): RUNTIME (loader, seconds per case, default 5),
 # PAIRS and RAW_RUNTIME and SIZE (raw, default 2, 3s, 1g), FILES and ROWS
-# (dataset, default 8 files of 20000 rows), DIR (scratch, default
-# out/results, removed at the end), OUT.
+# (dataset, default 8 files of 20000 rows), BIG_FILES and BIG_ROWS (the
+# regimes' dataset, default 16 files of 45000 rows, about 1 GiB),
+# SWEEP (ratios, default 1/4,1/2,1,2,4) and SWEEP_RUNTIME (default 4),
+# REGIME_ROUNDS (alternating rounds of the regimes and fio, default 3),
+# DIR (scratch, default out/results, removed at the end), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +37,12 @@ RAW_RUNTIME=${RAW_RUNTIME:-3s}
 SIZE=${SIZE:-1g}
 FILES=${FILES:-8}
 ROWS=${ROWS:-20000}
+BIG_FILES=${BIG_FILES:-16}
+BIG_ROWS=${BIG_ROWS:-45000}
+SWEEP=${SWEEP:-1/4,1/2,1,2,4}
+SWEEP_RUNTIME=${SWEEP_RUNTIME:-4}
+REGIME_ROUNDS=${REGIME_ROUNDS:-3}
+started=$(date +%s)
 DIR=${DIR:-$PWD/out/results}
 OUT=${OUT:-docs/results.md}
 
@@ -68,7 +85,7 @@ bin/pagefeed gen --out "$data" --files "$FILES" --rows-per-file "$ROWS" --codec 
 	--dictionary off --seed 1 --parallel 2 --quiet >/dev/null
 size=$(du -sh "$data" | cut -f1)
 echo "results.sh: loader vs baselines, $RUNTIME s each" >&2
-bin/pagebench --parquet="$data" --column=input_ids --compare --runtime="$RUNTIME" 2>/dev/null |
+bin/pagebench --parquet="$data" --column=input_ids --compare --regimes=none --runtime="$RUNTIME" 2>/dev/null |
 	awk -F'  +' -v size="$size" '
 		$2 == "case" { next }
 		NF >= 9 && first == "" { first = $2; rps = $4; p99 = $7
@@ -109,17 +126,124 @@ row "loader pages/s: deterministic against unordered assembly (batch 64, 8 KiB p
 
 # The Python binding against the Go loader (python/bench.py), where an
 # interpreter with numpy and torch is installed (make deps).
+# pymedian prints the Go loader's tokens/s, the DataLoader's and their
+# ratio from python/bench.py's "median: go G tokens/s, python DataLoader P
+# tokens/s, ratio R" line.
+pymedian() {
+	sed -n 's/^median: go \([^ ]*\) tokens\/s, python DataLoader \([^ ]*\) tokens\/s, ratio \([0-9.]*\).*/\1 \2 \3/p' <<<"$1" | head -1
+}
 PY=$(for p in /usr/bin/python3 python3; do if $p -c 'import numpy, torch' >/dev/null 2>&1; then command -v $p; break; fi; done)
 if [ -n "$PY" ]; then
 	echo "results.sh: the Python binding against the Go loader ($PY)" >&2
 	make -s python >/dev/null
 	pyout=$("$PY" python/bench.py --rounds "$((PAIRS + 1))" --seconds 3 --data "$DIR/pycorpus" 2>/dev/null)
-	read -r gm pm ratio <<<"$(awk '/^median:/ { print $3, $6, $9 }' <<<"$pyout" | tr -d ',')"
+	read -r gm pm ratio <<<"$(pymedian "$pyout")"
 	row "tokens/s: DataLoader(PagefeedDataset) against the Go loader (tokens output, median)" "$pm" "$gm" "${ratio}x"
 	ov=$(awk '/^per batch/ { for (i = 1; i <= NF; i++) if ($i == "overhead") { print $(i+2), $(i+3); exit } }' <<<"$pyout")
 	row "Python overhead per batch: next + torch.from_numpy + release, p50, less the Go loader's" "${ov:-?}" "" ""
 else
 	row "the Python binding" "not run: no python3 imports numpy and torch (\`make deps\`)" "" ""
+fi
+
+# The read modes in both memory regimes, on a dataset of about 1 GiB:
+# fits (page cache warm, in this process) and larger than memory (every
+# contender inside a memory cgroup of a quarter of the dataset, the page
+# cache dropped before each run), with fio at the dataset's read sizes
+# and the loader's depth in the same cgroup; then rows/s against dataset
+# ÷ memory (the chart). A case that cannot run here (no cgroup, no fio,
+# drop_caches refused) is a row that says so.
+big="$DIR/big"
+echo "results.sh: generating the regimes' dataset ($BIG_FILES files of $BIG_ROWS rows) in $big" >&2
+bin/pagefeed gen --out "$big" --files "$BIG_FILES" --rows-per-file "$BIG_ROWS" --codec none \
+	--page-size 8192 --row-group-rows $((BIG_ROWS / 4)) --page-version 1 --page-index on \
+	--dictionary off --seed 2 --parallel 2 --quiet >/dev/null
+echo "results.sh: read modes where the dataset fits and where it does not ($RUNTIME s each)" >&2
+rg=$(mktemp) sw=$(mktemp) iorows=$(mktemp)
+trap 'rm -rf "$DIR" "$rows" "$rg" "$sw" "$iorows"' EXIT
+bin/pagebench --parquet="$big" --column=input_ids --regimes=fits,larger,device --runtime="$RUNTIME" \
+	--rounds="$REGIME_ROUNDS" --output-format=json >"$rg" 2>/dev/null || echo '{}' >"$rg"
+echo "results.sh: rows/s against dataset ÷ memory ($SWEEP; $SWEEP_RUNTIME s each)" >&2
+mkdir -p docs/img
+bin/pagebench --parquet="$big" --column=input_ids --sweep="$SWEEP" --runtime="$SWEEP_RUNTIME" \
+	--charts=docs/img --output-format=json >"$sw" 2>/dev/null || echo '{}' >"$sw"
+python3 - "$rg" >>"$iorows" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except ValueError:
+    r = {}
+def mib(b): return "%.0f MiB" % (b / 2**20) if b < 2**30 else "%.1f GiB" % (b / 2**30)
+d = r.get("dataset", {})
+size = mib(d.get("projected_bytes", 0))
+def row(what, a, b, ratio): print("| %s | %s | %s | %s |" % (what, a, b, ratio))
+def rows(reg, where):
+    if not reg:
+        row("read modes, %s" % where, "not run: pagebench --regimes failed", "", ""); return
+    if reg.get("skipped"):
+        row("read modes, %s" % where, "not run: " + reg["skipped"], "", ""); return
+    rs = {x["short"]: x for x in reg["rows"]}
+    load = reg.get("load", "?")
+    mm = rs.get("mmap", {}).get("rows_per_sec", 0)
+    best = max(rs.get("direct", {}).get("rows_per_sec", 0), rs.get("buffered", {}).get("rows_per_sec", 0))
+    for s in ("auto", "direct", "buffered"):
+        x = rs.get(s)
+        if not x: continue
+        if x.get("error"):
+            row("rows/s, %s: %s" % (where, x["label"]), "failed: " + x["error"], "", ""); continue
+        v = x["rows_per_sec"]
+        row("rows/s, %s: %s (read %s) against the mmap page shuffle (median of %d runs, load %s)" % (where, x["label"], x["io_mode"], x["runs"], load),
+            "%.0f" % v, "%.0f" % mm, "%.2fx" % (v / mm) if mm else "-")
+    a = rs.get("auto", {}).get("rows_per_sec", 0)
+    row("rows/s, %s: auto against the better of O_DIRECT and buffered (load %s)" % (where, load), "%.0f" % a, "%.0f" % best, "%.2fx" % (a / best) if best else "-")
+    for n in reg.get("notes") or []:
+        row("note, %s" % where, n, "", "")
+fits, larger = r.get("fits"), r.get("larger")
+rows(fits, "%s dataset fits, page cache warm" % size)
+if larger and not larger.get("skipped"):
+    where = "%s dataset in a %s memory cgroup (%.1fx), caches dropped" % (size, mib(larger["memory_bytes"]), d["projected_bytes"] / larger["memory_bytes"])
+else:
+    where = "dataset larger than memory"
+rows(larger, where)
+dv = r.get("device")
+if dv:
+    if dv.get("skipped"):
+        row("device limit: fio random reads at the dataset's read sizes and depth", "not run: " + dv["skipped"], "", "")
+    else:
+        mix = " ".join(a for a in dv["fio_args"] if a.startswith("--bssplit"))
+        fio = {f["iodepth"]: f for f in dv.get("fio_runs") or []}
+        depth0 = dv["fio_runs"][0]["iodepth"]
+        for l in dv.get("loaders") or []:
+            row("read MB/s, %s: %s against fio randread O_DIRECT %s --iodepth=%d in the same cgroup (load %s)" % (where, l["label"], mix, depth0, dv.get("load", "?")),
+                "%.0f" % (l["read_bytes_per_sec"] / 1e6), "%.0f (fio)" % (dv["fio_bytes_per_sec"] / 1e6), "%.2fx" % l["ratio_to_fio"])
+            k = round(l.get("iodepth_kept") or 0)
+            if l.get("ratio_to_fio_same_depth") and k in fio:
+                row("read MB/s, %s: %s against fio at the depth the loader kept in the kernel, --iodepth=%d (load %s)" % (where, l["label"], k, dv.get("load", "?")),
+                    "%.0f" % (l["read_bytes_per_sec"] / 1e6), "%.0f (fio)" % (fio[k]["bytes_per_sec"] / 1e6), "%.2fx" % l["ratio_to_fio_same_depth"])
+PY
+cat "$iorows" >>"$rows"
+
+# The Python binding in both regimes, on the same dataset: DataLoader
+# against the Go loader, both at their defaults (auto), both in the cgroup
+# for the larger one.
+if [ -n "$PY" ]; then
+	pyrow() { # label, then bench.py's output
+		read -r gm pm ratio <<<"$(pymedian "$2")"
+		if [ -n "$ratio" ]; then row "$1" "$pm" "$gm" "${ratio}x"; else row "$1" "not run: python/bench.py failed" "" ""; fi
+	}
+	l0=$(cut -d' ' -f1 /proc/loadavg)
+	pyout=$("$PY" python/bench.py --rounds "$PAIRS" --seconds 3 --overhead-batches 1 --data "$big" 2>/dev/null || true)
+	pyrow "tokens/s, dataset fits: DataLoader(PagefeedDataset) against the Go loader (load $l0 → $(cut -d' ' -f1 /proc/loadavg))" "$pyout"
+	# A third of the dataset, not a quarter: torch alone holds ~230 MiB
+	# (half of it its libraries' pages), which a quarter would leave
+	# thrashing its own code; the dataset is still 3x the memory.
+	mem=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('dataset', {}).get('projected_bytes', 0) // 3)" "$rg" 2>/dev/null || echo 0)
+	if [ "${mem:-0}" -gt 0 ] && grep -q '"larger"' "$rg" && ! python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['larger'].get('skipped') else 1)" "$rg"; then
+		l0=$(cut -d' ' -f1 /proc/loadavg)
+		pyout=$(bin/pagebench --in-cgroup="$mem" --drop-caches -- "$PY" python/bench.py --rounds "$PAIRS" --seconds 3 --overhead-batches 1 --data "$big" 2>/dev/null || true)
+		pyrow "tokens/s, dataset 3x a $((mem >> 20)) MiB memory cgroup: DataLoader(PagefeedDataset) against the Go loader, both inside (load $l0 → $(cut -d' ' -f1 /proc/loadavg))" "$pyout"
+	else
+		row "tokens/s, dataset larger than memory: the Python binding" "not run: no memory cgroup could be made here" "" ""
+	fi
 fi
 
 # The page index: 1,000 files, 1.07M pages.
@@ -162,6 +286,47 @@ fsinfo=$(df -T "$PWD" 2>/dev/null | awk 'NR == 2 { print $2 " on " $1 }')
 	echo "\"whole command\" every process and thread of each run, measured alike. Loader"
 	echo "rows: the first case is pagefeed's page shuffle with unordered fetch;"
 	echo "the ratio is its rows/s over the baseline's."
+	echo
+	echo "Read modes: \"auto\" is the loader at its defaults (it reads buffered what"
+	echo "stays in the page cache it can hold and O_DIRECT the rest); the mmap page"
+	echo "shuffle copies each page out of memory-mapped files, as a map-style"
+	echo "loader over a memory map does. Larger than memory, every contender runs"
+	echo "in its own process inside the memory cgroup \`pagebench --regimes\` makes."
+	echo
+	echo "## Rows/s against dataset size ÷ memory"
+	echo
+	python3 - "$sw" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except ValueError:
+    r = {}
+if not r.get("ratios"):
+    print("Not run: `pagebench --sweep` failed or could not make a memory cgroup here.")
+    sys.exit()
+def frac(x): return "1/%d" % round(1 / x) if x < 1 else "%g" % x
+def mib(b): return "%.0f MiB" % (b / 2**20)
+print("`pagebench --sweep`: %s of projected pages; for each ratio a memory cgroup of that share of it, the page cache dropped, the dataset read once inside the cgroup (what a job's earlier epochs leave cached), then %g s of each contender; load %s." % (mib(r["dataset"]["projected_bytes"]), r["runtime_ns"] / 1e9, r["load"]))
+print()
+print("![rows/s against dataset size ÷ memory](img/rows_by_memory.svg)")
+print()
+print("| contender | " + " | ".join("%s (%s)" % (frac(x), mib(m)) for x, m in zip(r["ratios"], r["memory_bytes"])) + " |")
+print("| --- |" + " --- |" * len(r["ratios"]))
+for i, label in enumerate(r["labels"]):
+    cells = []
+    for k in range(len(r["ratios"])):
+        if r["errors"][i][k]:
+            cells.append("failed")
+            continue
+        mode = r["io_modes"][i][k]
+        cells.append("%.0f%s" % (r["rows_per_sec"][i][k], " (%s)" % mode if r["shorts"][i] == "auto" else ""))
+    print("| %s | %s |" % (label, " | ".join(cells)))
+for n in r.get("notes") or []:
+    print()
+    print("Note: " + n)
+PY
+	echo
+	echo "Generated in $(( $(date +%s) - started )) s."
 } >"$OUT"
 echo "results.sh: wrote $OUT" >&2
 
@@ -202,3 +367,25 @@ if [ "$OUT" = docs/results.md ] && grep -q '^<!-- fio-ratios:begin -->$' README.
 	fi
 	rm -f "$quote"
 fi
+
+# The README quotes the read modes' figures, with the same stamp, between
+# its io-modes markers, and shows the chart.
+if [ "$OUT" = docs/results.md ] && grep -q '^<!-- io-modes:begin -->$' README.md; then
+	quote=$(mktemp)
+	{
+		echo "The read modes, rows/s as ratios of the memory map's ($(date -u +%Y-%m-%d), commit $commit, $(uname -sr), $(nproc) CPUs${cpu:+ ($cpu)}, ${fsinfo:-unknown}; load averages beside each figure in [docs/results.md](docs/results.md)):"
+		echo
+		echo "| what | pagefeed | baseline | ratio |"
+		echo "| --- | --- | --- | --- |"
+		sed 's/ (load [^)]*)//' "$iorows"
+		echo
+		echo "![rows/s against dataset size ÷ memory: auto, O_DIRECT, buffered and mmap](docs/img/rows_by_memory.svg)"
+	} >"$quote"
+	awk -v q="$quote" '
+		/^<!-- io-modes:begin -->$/ { print; while ((getline l < q) > 0) print l; skip = 1; next }
+		/^<!-- io-modes:end -->$/ { skip = 0 }
+		!skip' README.md >README.md.tmp && mv README.md.tmp README.md
+	echo "results.sh: updated README.md's read modes" >&2
+	rm -f "$quote"
+fi
+echo "results.sh: done in $(( $(date +%s) - started )) s" >&2

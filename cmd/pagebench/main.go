@@ -57,6 +57,7 @@ const usage = `usage: pagebench [fio options] [job.fio ...]
        pagebench --parquet=PATH_OR_GLOB [--column --shuffle --fetch --batch --iodepth --runtime|--loops ...]
        pagebench --compare-fio [--pairs N] [--runtime S] [--dir D] [--size SIZE] [--fio PATH] [--case SUBSTR]
                            [--mode defaults|best] [--best-batch N]
+       pagebench --in-cgroup=SIZE [--drop-caches] -- COMMAND [ARG...]
 fio options: --name --filename --size --rw=randread|read --bs --iodepth
   --iodepth_batch_submit --direct=0|1 --ioengine=io_uring|psync|mmap --numjobs
   --runtime --time_based --ramp_time --fixedbufs --registerfiles
@@ -82,6 +83,10 @@ Job files: [global] and [job] sections of key=value; jobs run one after another.
 // (one line "pagebench: ..." on stderr), 0 after --help.
 func runMain(args []string, stdout, stderr io.Writer) int {
 	if err := run(args, stdout, stderr); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			return int(code) // --in-cgroup: the command's own status, its own message
+		}
 		fmt.Fprintf(stderr, "pagebench: %v\n", err)
 		return 1
 	}
@@ -89,6 +94,9 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	if isInCgroup(args) {
+		return runInCgroup(args, stdout, stderr)
+	}
 	if isParquet(args) {
 		return runParquet(args, stdout, stderr)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pagefeed/pagefeed/bench"
+	"github.com/pagefeed/pagefeed/internal/cgroup"
 	"github.com/pagefeed/pagefeed/internal/plot"
 	"github.com/pagefeed/pagefeed/rinas"
 )
@@ -21,8 +23,9 @@ const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME[,NA
     [--fetch=unordered|ordered] [--batch=N] [--rows=N] [--buffer=N] [--iodepth=N] [--prefetch=N]
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
     [--drop-last | --pad-last | --keep-uneven] [--deterministic]
-    [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo|decode] [--direct=0|1] [--pin] [--output-format=normal|json]
-       pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME]
+    [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo|decode] [--io-mode=auto|direct|buffered | --direct=0|1] [--pin] [--output-format=normal|json]
+       pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME] [--regimes=fits,larger,device|none] [--memory=SIZE] [--charts=DIR]
+       pagebench --parquet=PATH_OR_GLOB --sweep=1/4,1/2,1,2,4 --runtime=S [--charts=DIR]
 `
 
 // isParquet reports whether args ask for Parquet mode.
@@ -42,16 +45,17 @@ type parquetFlags struct {
 	cfg                           bench.ParquetConfig
 	paths                         multi
 	runtime, format               string
-	direct                        int
+	direct, ioMode                string
 	shuffle, fetch, ioengine, eng *string
 	compare                       *bool
 	rounds                        *int
 	charts                        *string
+	regimes, memory, sweep        *string
 }
 
 // bindParquetFlags defines Parquet mode's flags on fs.
 func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
-	p := &parquetFlags{direct: 1}
+	p := &parquetFlags{}
 	cfg := &p.cfg
 	fs.Var(&p.paths, "parquet", "Parquet file, directory or glob (repeatable)")
 	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
@@ -63,7 +67,7 @@ func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
 	p.fetch = fs.String("fetch", "unordered", "unordered|ordered")
 	fs.IntVar(&cfg.Batch, "batch", 64, "pages per batch")
 	fs.IntVar(&cfg.Rows, "rows", 0, "rows per batch (0: page batches)")
-	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows")
+	fs.IntVar(&cfg.Buffer, "buffer", 0, "shuffle buffer rows (0: the loader's default, 256 pages' rows with --rows and page shuffle; -1: off)")
 	fs.IntVar(&cfg.IODepth, "iodepth", 256, "reads in flight in all, as fio's iodepth (split over the workers)")
 	fs.IntVar(&cfg.Prefetch, "prefetch", 0, "batches read ahead (default: 2, or 832 pages for compressed columns, at most 128 MiB decoded)")
 	fs.IntVar(&cfg.Workers, "workers", 0, "engine workers (default GOMAXPROCS, half of it for uncompressed columns)")
@@ -80,13 +84,17 @@ func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
 	fs.StringVar(&cfg.DumpOrder, "dump-order", "", "write delivered pages (row mode: page row) to FILE")
 	p.ioengine = fs.String("ioengine", "", "io_uring|psync|mmap (default: io_uring, or psync where the kernel refuses io_uring)")
 	p.eng = fs.String("engine", "pagefeed", "pagefeed|arrowgo|decode")
-	fs.IntVar(&p.direct, "direct", 1, "O_DIRECT reads: 0 or 1")
+	fs.StringVar(&p.direct, "direct", "", "1: O_DIRECT reads (--io-mode=direct), 0: buffered (--io-mode=buffered); default auto")
+	fs.StringVar(&p.ioMode, "io-mode", "auto", "auto|direct|buffered: auto reads buffered a dataset that stays in the page cache this job can hold, O_DIRECT one that does not (but for files already cached)")
 	fs.BoolVar(&cfg.KeepCache, "keep-cache", false, "do not evict the dataset from the page cache first")
 	fs.BoolVar(&cfg.Pin, "pin", false, "pin engine workers to this local rank's GPU cores ($LOCAL_RANK)")
 	fs.StringVar(&p.format, "output-format", "normal", "normal|json")
 	p.compare = fs.Bool("compare", false, "run the loader against its baselines (unordered, ordered, stream, arrowgo, mmap) and print a table")
 	p.rounds = fs.Int("rounds", 1, "with --compare: rounds of alternating runs (medians are reported)")
-	p.charts = fs.String("charts", "", "with --compare: write bar charts (SVG and PNG) of rows/s and batch p99 into this folder")
+	p.charts = fs.String("charts", "", "with --compare or --sweep: write the charts (SVG and PNG) into this folder")
+	p.regimes = fs.String("regimes", "fits,larger,device", "with --compare, or alone: the read modes (auto, direct, buffered, mmap) where the dataset fits (fits), in a memory cgroup it outgrows (larger), and fio at the same read sizes and depth (device); none to skip")
+	p.memory = fs.String("memory", "", "with --compare: the memory cgroup's limit where the dataset is larger than memory (default: a quarter of the dataset's projected bytes)")
+	p.sweep = fs.String("sweep", "", "dataset ÷ memory ratios (e.g. 1/4,1/2,1,2,4): rows/s of auto, direct, buffered and mmap inside a memory cgroup per ratio, and a chart with --charts")
 	return p
 }
 
@@ -124,12 +132,20 @@ func (p *parquetFlags) resolve() error {
 	if cfg.Runtime > 0 && cfg.Loops > 0 {
 		return fmt.Errorf("--runtime and --loops exclude each other")
 	}
+	if cfg.IOMode, err = rinas.ParseIOMode(p.ioMode); err != nil {
+		return fmt.Errorf("--io-mode: %w", err)
+	}
 	switch p.direct {
-	case 0:
-		cfg.Buffered = true
-	case 1:
+	case "":
+	case "0":
+		cfg.IOMode = rinas.IOBuffered
+	case "1":
+		cfg.IOMode = rinas.IODirect
 	default:
-		return fmt.Errorf("--direct=%d: want 0 or 1", p.direct)
+		return fmt.Errorf("--direct=%s: want 0 or 1 (or --io-mode=auto|direct|buffered)", p.direct)
+	}
+	if p.direct != "" && p.ioMode != "auto" && p.ioMode != "" {
+		return fmt.Errorf("--direct and --io-mode exclude each other")
 	}
 	if p.format != "normal" && p.format != "json" {
 		return fmt.Errorf("--output-format=%s: want normal or json", p.format)
@@ -163,8 +179,24 @@ func runParquet(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *p.compare {
-		return compareParquet(ctx, cfg, *p.rounds, *p.charts, stdout, stderr)
+	if *p.sweep != "" {
+		return sweepParquet(ctx, cfg, *p.sweep, *p.charts, p.format == "json", stdout, stderr)
+	}
+	regimesSet := false
+	fs.Visit(func(f *flag.Flag) { regimesSet = regimesSet || f.Name == "regimes" })
+	if *p.compare || regimesSet {
+		if cfg.Runtime <= 0 {
+			return fmt.Errorf("--compare and --regimes need --runtime")
+		}
+		if *p.compare && p.format == "json" {
+			return fmt.Errorf("--compare prints a table: --output-format=json goes with --regimes alone")
+		}
+		if *p.compare {
+			if err := compareParquet(ctx, cfg, *p.rounds, *p.charts, stdout, stderr); err != nil {
+				return err
+			}
+		}
+		return compareRegimes(ctx, cfg, *p.regimes, *p.memory, *p.rounds, p.format == "json", stdout, stderr)
 	}
 	res, err := bench.RunParquet(ctx, cfg, progress)
 	if err != nil {
@@ -268,4 +300,88 @@ func writeCompareCharts(dir string, rows []bench.ParquetCompareRow, stdout io.Wr
 		fmt.Fprintf(stdout, "wrote %s.svg and %s.png\n", base, base)
 	}
 	return nil
+}
+
+// hooks are the system calls of --regimes and --sweep: the binary their
+// children run, the memory cgroups, dropping the page cache and fio.
+// Zero values take bench's defaults; tests set them so that nothing
+// touches the node's cache or control groups.
+var hooks struct {
+	pagebench   string
+	env         []string
+	fio         string
+	createGroup func(name string, limit int64) (*cgroup.Group, error)
+	dropCaches  func() error
+}
+
+// compareRegimes runs the read modes in both memory regimes and the
+// device limit (bench.CompareRegimes) after --compare's baselines.
+func compareRegimes(ctx context.Context, cfg bench.ParquetConfig, regimes, memory string, rounds int, asJSON bool, stdout, stderr io.Writer) error {
+	if regimes == "none" {
+		return nil
+	}
+	rc := bench.RegimesConfig{Base: cfg, Runtime: cfg.Runtime, Rounds: rounds, Progress: stderr,
+		Pagebench: hooks.pagebench, Env: hooks.env, Fio: hooks.fio, CreateGroup: hooks.createGroup, DropCaches: hooks.dropCaches}
+	for _, r := range strings.Split(regimes, ",") {
+		rc.Regimes = append(rc.Regimes, strings.TrimSpace(r))
+	}
+	if memory != "" {
+		n, err := bench.ParseSize(memory)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--memory=%s: want a size such as 256m", memory)
+		}
+		rc.Memory = n
+	}
+	res, err := bench.CompareRegimes(ctx, rc)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(stdout, res)
+	}
+	fmt.Fprintln(stdout)
+	return bench.WriteRegimes(stdout, res)
+}
+
+// sweepParquet runs --sweep: every read mode in a memory cgroup per
+// dataset ÷ memory ratio, as a table and, with charts, a chart.
+func sweepParquet(ctx context.Context, cfg bench.ParquetConfig, ratios, charts string, asJSON bool, stdout, stderr io.Writer) error {
+	if cfg.Runtime <= 0 {
+		return fmt.Errorf("--sweep needs --runtime")
+	}
+	rs, err := bench.ParseRatios(ratios)
+	if err != nil {
+		return fmt.Errorf("--sweep: %w", err)
+	}
+	if charts != "" {
+		if err := os.MkdirAll(charts, 0o755); err != nil {
+			return fmt.Errorf("--charts: %w", err)
+		}
+	}
+	res, err := bench.SweepMemory(ctx, bench.SweepConfig{Base: cfg, Ratios: rs, Runtime: cfg.Runtime, Progress: stderr,
+		Pagebench: hooks.pagebench, Env: hooks.env, CreateGroup: hooks.createGroup, DropCaches: hooks.dropCaches})
+	if err != nil {
+		return err
+	}
+	if charts != "" {
+		base, err := res.SaveChart(charts, "rows_by_memory")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s.svg and %s.png\n", base, base)
+	}
+	if asJSON {
+		return writeJSON(stdout, res)
+	}
+	return res.WriteTable(stdout)
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

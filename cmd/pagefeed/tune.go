@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/pagefeed/pagefeed/internal/term"
 
 	"github.com/pagefeed/pagefeed/bench"
+	"github.com/pagefeed/pagefeed/rinas"
 )
 
 func init() {
@@ -24,7 +26,8 @@ func init() {
 
 const tuneUsage = `usage: pagefeed tune (--filename FILE [--size BYTES] | --parquet PATHS) [flags]
   raw grid:     --iodepth 1,2,4,...,256 --bs 4k,16k,64k,256k,1m --numjobs 1 --ioengine io_uring[,psync,mmap]
-  Parquet grid: --batch 8,16,...,256 --prefetch 1,2,4,8 --ioengine io_uring[,psync]
+  Parquet grid: --batch 8,16,...,256 --prefetch 1,2,4,8 --ioengine io_uring[,psync] --io-mode auto|direct|buffered
+  Parquet, rows/s by memory: --sweep-memory 1/4,1/2,1,2,4 (auto, direct, buffered, mmap; a memory cgroup each)
   lists are comma-separated; "a,b,...,z" continues a,b (×ratio or +step) up to z`
 
 // runTune binds flags to bench.TuneConfig, runs the grid, writes
@@ -37,6 +40,9 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 	}
 	if replot != "" {
 		return replotTune(replot, cfg.OutDir, stdout)
+	}
+	if len(sweepRatios) > 0 {
+		return sweepTune(cfg, stdout, stderr)
 	}
 	cfg.Logf = func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed tune: "+f+"\n", a...) }
 	// Validate everything (grids, input, output folder) before running.
@@ -78,8 +84,12 @@ func runTune(args []string, stdout, stderr io.Writer) error {
 // tuneFlags are tune's flags that parseTune turns into TuneConfig fields.
 type tuneFlags struct {
 	parquet, depths, bss, jobs, engines, batches, prefetch, runtime, size string
+	ioMode, sweep                                                         string
 	direct                                                                onOff
 }
+
+// sweepRatios are --sweep-memory's ratios, set by parseTune (nil: a grid).
+var sweepRatios []float64
 
 // parseTune parses tune's flags into a TuneConfig, or returns the
 // --replot folder to redraw.
@@ -90,6 +100,7 @@ func parseTune(args []string, stderr io.Writer) (cfg bench.TuneConfig, replot st
 	fs.StringVar(&cfg.Filename, "filename", "", "raw `file` to read (laid out at --size if missing)")
 	fs.StringVar(&t.size, "size", "", "bytes of --filename to use (e.g. 1g); required when it does not exist")
 	fs.StringVar(&t.parquet, "parquet", "", "comma-separated Parquet files, directories or globs")
+	fs.StringVar(&cfg.Column, "column", "", "Parquet: the column(s) to read (default the first leaf)")
 	fs.StringVar(&t.depths, "iodepth", "1,2,4,...,256", "raw: queue depths")
 	fs.StringVar(&t.bss, "bs", "4k,16k,64k,256k,1m", "raw: block sizes")
 	fs.StringVar(&t.jobs, "numjobs", "1", "raw: jobs (clones) run together")
@@ -97,7 +108,9 @@ func parseTune(args []string, stderr io.Writer) (cfg bench.TuneConfig, replot st
 	fs.StringVar(&t.batches, "batch", "8,16,...,256", "Parquet: pages per batch")
 	fs.StringVar(&t.prefetch, "prefetch", "1,2,4,8", "Parquet: batches read ahead")
 	fs.StringVar(&t.runtime, "runtime", "2s", "time per point (at least 200ms)")
-	fs.Var(&t.direct, "direct", "O_DIRECT reads: on|off")
+	fs.Var(&t.direct, "direct", "raw: O_DIRECT reads: on|off")
+	fs.StringVar(&t.ioMode, "io-mode", "auto", "Parquet: auto|direct|buffered (auto: buffered a dataset that stays in the page cache this job can hold, O_DIRECT one that does not)")
+	fs.StringVar(&t.sweep, "sweep-memory", "", "Parquet: instead of the grid, rows/s of auto, direct, buffered and mmap inside a memory cgroup per dataset ÷ memory `ratio` (e.g. 1/4,1/2,1,2,4), and its chart")
 	fs.BoolVar(&cfg.CompareFio, "compare-fio", false, "raw: run fio on every point too, where fio is installed")
 	fs.StringVar(&cfg.Fio, "fio", "fio", "fio binary for --compare-fio")
 	fs.StringVar(&cfg.OutDir, "out", "tune-results", "output `dir` for results.csv, results.json and charts")
@@ -125,13 +138,13 @@ func parseTune(args []string, stderr io.Writer) (cfg bench.TuneConfig, replot st
 				cfg.Parquet = append(cfg.Parquet, p)
 			}
 		}
-		for _, raw := range []string{"iodepth", "bs", "numjobs", "size", "compare-fio"} {
+		for _, raw := range []string{"iodepth", "bs", "numjobs", "size", "compare-fio", "direct"} {
 			if set[raw] {
 				return cfg, "", fmt.Errorf("--%s applies to --filename grids, not --parquet", raw)
 			}
 		}
 	} else {
-		for _, pq := range []string{"batch", "prefetch"} {
+		for _, pq := range []string{"batch", "prefetch", "io-mode", "sweep-memory", "column"} {
 			if set[pq] {
 				return cfg, "", fmt.Errorf("--%s applies to --parquet grids, not --filename", pq)
 			}
@@ -180,7 +193,61 @@ func (t *tuneFlags) apply(cfg *bench.TuneConfig) error {
 		}
 	}
 	cfg.NoDirect = !bool(t.direct)
+	if cfg.IOMode, err = rinas.ParseIOMode(t.ioMode); err != nil {
+		return fmt.Errorf("--io-mode: %w", err)
+	}
+	sweepRatios = nil
+	if t.sweep != "" {
+		if sweepRatios, err = bench.ParseRatios(t.sweep); err != nil {
+			return fmt.Errorf("--sweep-memory: %w", err)
+		}
+	}
 	return nil
+}
+
+// sweepTune runs --sweep-memory: every read mode inside a memory cgroup
+// per ratio (bench.SweepMemory, each run pagebench's Parquet mode as a
+// child: bin/pagebench beside this binary, else on $PATH), the table on
+// stdout and the chart in --out.
+func sweepTune(cfg bench.TuneConfig, stdout, stderr io.Writer) error {
+	pb, err := pagebenchBinary()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	base := bench.ParquetConfig{Paths: cfg.Parquet, Column: cfg.Column, Seed: cfg.Seed}
+	res, err := bench.SweepMemory(ctx, bench.SweepConfig{Base: base, Ratios: sweepRatios, Runtime: cfg.Runtime, Pagebench: pb, Progress: stderr})
+	if err != nil {
+		return err
+	}
+	if err := res.WriteTable(stdout); err != nil {
+		return err
+	}
+	chart, err := res.SaveChart(cfg.OutDir, "rows_by_memory")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s.svg and %s.png\n", chart, chart)
+	return nil
+}
+
+// pagebenchBinary finds pagebench: beside this executable, else on PATH.
+func pagebenchBinary() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "pagebench")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	p, err := exec.LookPath("pagebench")
+	if err != nil {
+		return "", fmt.Errorf("--sweep-memory runs pagebench, which is neither beside this binary nor on PATH (make build)")
+	}
+	return p, nil
 }
 
 // replotTune redraws charts and knees from dir/results.json into out.

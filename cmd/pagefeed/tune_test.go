@@ -53,6 +53,11 @@ func TestTuneCommandErrors(t *testing.T) {
 		{"unknown flag", []string{"--filename", file, "--depth", "4"}, "flag provided but not defined"},
 		{"bad size", []string{"--filename", file, "--size", "big"}, "--size"},
 		{"parquet missing", []string{"--parquet", filepath.Join(dir, "none*.parquet")}, "none*.parquet"},
+		{"sweep on raw", []string{"--filename", file, "--sweep-memory", "1,2"}, "--sweep-memory applies to --parquet"},
+		{"io-mode on raw", []string{"--filename", file, "--io-mode", "direct"}, "--io-mode applies to --parquet"},
+		{"direct on parquet", []string{"--parquet", dir, "--direct", "off"}, "--direct applies to --filename"},
+		{"bad sweep", []string{"--parquet", dir, "--sweep-memory", "1,0"}, "--sweep-memory"},
+		{"bad io-mode", []string{"--parquet", dir, "--io-mode", "mmap"}, "--io-mode"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

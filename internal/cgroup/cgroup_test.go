@@ -198,10 +198,6 @@ func TestCreateOnFixture(t *testing.T) {
 	if _, err := fs.Create("zero", 0); err == nil {
 		t.Error("Create with limit 0: no error")
 	}
-	// Remove needs an empty folder, as the kernel's cgroup folders are.
-	os.Remove(filepath.Join(g.Dir, "cgroup.procs"))
-	os.Remove(filepath.Join(g.Dir, "memory.limit_in_bytes"))
-	os.Remove(filepath.Join(g.Dir, "memory.memsw.limit_in_bytes"))
 	if err := g.Remove(); err != nil {
 		t.Fatal(err)
 	}

@@ -22,10 +22,11 @@ import (
 )
 
 // Orders are the orders of the shuffle-quality experiment, best
-// expected first: a full row shuffle (ideal), page shuffle with and
-// without the shuffle buffer, row-group shuffle, a sequential stream
+// expected first: a full row shuffle (ideal), the loader's defaults
+// (nothing set but the batch, the data and the seed), page shuffle with
+// and without the shuffle buffer, row-group shuffle, a sequential stream
 // through the buffer, and file order.
-var Orders = []string{"row", "page+buffer", "page", "rowgroup", "stream", "none"}
+var Orders = []string{"row", "default", "page+buffer", "page", "rowgroup", "stream", "none"}
 
 // Config configures Run. Zero fields take the defaults of
 // fill; Data's zero fields take DataConfig's.
@@ -37,7 +38,8 @@ type Config struct {
 	Orders []string
 	// BatchRows is the SGD batch, cut by the loader; default 32.
 	BatchRows int
-	// BufferRows is the shuffle buffer of page+buffer and stream; default 1024.
+	// BufferRows is the shuffle buffer of page+buffer and stream; default
+	// 1024. The default order uses the loader's own.
 	BufferRows int
 	// LR is the SGD learning rate; default 8.
 	LR float64
@@ -46,7 +48,8 @@ type Config struct {
 	EvalEvery int
 	// Fetch is the loader's fetch mode; default ordered, which makes the
 	// delivered order, and so the whole experiment, deterministic for a
-	// seed (unordered assembles batches in completion order).
+	// seed (unordered assembles batches in completion order). The
+	// default order uses the loader's own (unordered).
 	Fetch string
 	// Seed seeds the dataset and the loader's shuffles.
 	Seed uint64
@@ -103,9 +106,12 @@ func (c *Config) fill() error {
 
 // Row is one order's outcome.
 type Row struct {
-	Order      string  `json:"order"`
-	Shuffle    string  `json:"shuffle"`
+	Order   string `json:"order"`
+	Shuffle string `json:"shuffle"`
+	// BufferRows is the shuffle buffer the loader used (its choice in
+	// the default order), Fetch its fetch mode.
 	BufferRows int     `json:"buffer_rows"`
+	Fetch      string  `json:"fetch"`
 	Steps      int     `json:"steps"`
 	Rows       int     `json:"rows"`
 	ValLoss    float64 `json:"val_loss"`     // nats, mean cross-entropy after the last step
@@ -141,21 +147,38 @@ type Result struct {
 	TotalSeconds float64 `json:"total_seconds"`
 }
 
-// orderConfig maps an order name to the loader's shuffle and buffer.
-func orderConfig(order string, buffer int) (rinas.Shuffle, int) {
+// loaderConfig is the loader's configuration for an order. Every order
+// reads ix (the generated file's tokens column) in cfg.BatchRows
+// batches with cfg.Seed, as rank 0 of 1 (the experiment is one process
+// and checks every row). The default order sets nothing else: the
+// loader's own shuffle, buffer, fetch, read-ahead and memory limit. The
+// others set their shuffle and buffer (BufferRows -1: none) and
+// cfg.Fetch.
+func loaderConfig(order string, cfg *Config, ix *index.Index) rinas.Config {
+	c := rinas.Config{
+		SharedIndex: ix, BatchRows: cfg.BatchRows, Seed: cfg.Seed, World: 1,
+		Engine: engine.Options{Logf: cfg.Logf}, Logf: cfg.Logf,
+	}
+	if order == "default" {
+		return c
+	}
+	c.Fetch, _ = rinas.ParseFetch(cfg.Fetch)
+	c.Epochs = 1
 	switch order {
 	case "row":
-		return rinas.ShuffleRow, 0
+		c.Shuffle, c.BufferRows = rinas.ShuffleRow, -1
 	case "page+buffer":
-		return rinas.ShufflePage, buffer
+		c.Shuffle, c.BufferRows = rinas.ShufflePage, cfg.BufferRows
 	case "page":
-		return rinas.ShufflePage, 0
+		c.Shuffle, c.BufferRows = rinas.ShufflePage, -1
 	case "rowgroup":
-		return rinas.ShuffleRowGroup, 0
+		c.Shuffle, c.BufferRows = rinas.ShuffleRowGroup, -1
 	case "stream":
-		return rinas.ShuffleStream, buffer
+		c.Shuffle, c.BufferRows = rinas.ShuffleStream, cfg.BufferRows
+	default:
+		c.Shuffle, c.BufferRows = rinas.ShuffleNone, -1
 	}
-	return rinas.ShuffleNone, 0
+	return c
 }
 
 // Run writes the topic-sorted dataset, then for each order reads
@@ -205,19 +228,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 func trainOrder(ctx context.Context, cfg *Config, ds *Dataset, ix *index.Index, order string) (*Row, error) {
 	t0 := time.Now()
-	sh, buf := orderConfig(order, cfg.BufferRows)
-	fe, _ := rinas.ParseFetch(cfg.Fetch)
-	l, err := rinas.Open(ctx, rinas.Config{
-		SharedIndex: ix, Shuffle: sh, BatchRows: cfg.BatchRows, BufferRows: buf, Fetch: fe,
-		Seed: cfg.Seed, Epochs: 1, Rank: 0, World: 1,
-		Engine: engine.Options{Logf: cfg.Logf}, Logf: cfg.Logf,
-	})
+	lc := loaderConfig(order, cfg, ix)
+	l, err := rinas.Open(ctx, lc)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
 	m := NewModel(ds.Topics, ds.Vocab, cfg.LR)
-	row := &Row{Order: order, Shuffle: sh.String(), BufferRows: buf}
+	row := &Row{Order: order, Shuffle: lc.Shuffle.String(), BufferRows: l.BufferRows(), Fetch: lc.Fetch.String()}
 	eval := func() error {
 		loss, _, err := m.Eval(ds.ValDocs, ds.ValLabels)
 		row.CurveSteps = append(row.CurveSteps, row.Steps)
@@ -341,11 +359,11 @@ func batchRows(b *rinas.Batch, ix *index.Index, ds *Dataset, delivered []bool,
 
 // WriteTable writes the result as a Markdown table.
 func (r *Result) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "%d topics, %d training rows sorted by topic in %d pages and %d row groups, %d validation rows; batch %d rows, buffer %d rows, SGD lr %g, seed %d, %s fetch; untrained loss ln(%d) = %.4f\n\n",
+	fmt.Fprintf(w, "%d topics, %d training rows sorted by topic in %d pages and %d row groups, %d validation rows; batch %d rows, buffer %d rows (page+buffer, stream), SGD lr %g, seed %d, %s fetch (default: the loader's own); untrained loss ln(%d) = %.4f\n\n",
 		r.Topics, r.Rows, r.Pages, r.RowGroups, r.ValRows, r.BatchRows, r.BufferRows, r.LR, r.Seed, r.Fetch, r.Topics, r.UniformLoss)
-	rows := [][]string{{"order", "steps", "val loss (nats)", "last-quarter mean loss", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
+	rows := [][]string{{"order", "buffer", "fetch", "steps", "val loss (nats)", "last-quarter mean loss", "val accuracy", "rank corr", "pages/batch", "topics/batch"}}
 	for _, o := range r.Orders {
-		rows = append(rows, []string{o.Order, fmt.Sprint(o.Steps), fmt.Sprintf("%.4f", o.ValLoss), fmt.Sprintf("%.4f", o.TailLoss), fmt.Sprintf("%.3f", o.ValAcc),
+		rows = append(rows, []string{o.Order, fmt.Sprint(o.BufferRows), o.Fetch, fmt.Sprint(o.Steps), fmt.Sprintf("%.4f", o.ValLoss), fmt.Sprintf("%.4f", o.TailLoss), fmt.Sprintf("%.3f", o.ValAcc),
 			fmt.Sprintf("%+.3f", o.RankCorr), fmt.Sprintf("%.1f", o.PagesPerBatch), fmt.Sprintf("%.2f", o.TopicsPerBatch)})
 	}
 	return writeMarkdown(w, rows)

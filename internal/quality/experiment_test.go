@@ -8,8 +8,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pagefeed/pagefeed/index"
 )
 
 func tinyExperiment(t *testing.T) Config {
@@ -148,5 +151,56 @@ func TestSummarizeQuality(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteSummary(&b, s); err != nil || !strings.Contains(b.String(), "2.000 ± 1.414") {
 		t.Fatalf("table %v:\n%s", err, b.String())
+	}
+}
+
+// TestDefaultOrderIsTheLoadersDefaults: the default order's loader
+// configuration sets nothing but what the experiment must (its index,
+// batch, seed, one process, where notices go), so it trains on what a
+// user gets with nothing set; the other orders name their buffer, so
+// "page" stays page shuffle without one.
+func TestDefaultOrderIsTheLoadersDefaults(t *testing.T) {
+	cfg := tinyExperiment(t)
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	ix := &index.Index{}
+	lc := loaderConfig("default", &cfg, ix)
+	allowed := map[string]bool{"SharedIndex": true, "BatchRows": true, "Seed": true, "World": true, "Engine": true, "Logf": true}
+	v := reflect.ValueOf(lc)
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if !allowed[f.Name] && !v.Field(i).IsZero() {
+			t.Errorf("default order sets Config.%s = %v", f.Name, v.Field(i))
+		}
+	}
+	eng := lc.Engine
+	eng.Logf = nil
+	if !reflect.ValueOf(eng).IsZero() || lc.SharedIndex != ix || lc.BatchRows != cfg.BatchRows || lc.Seed != cfg.Seed || lc.World != 1 {
+		t.Errorf("default order: %+v", lc)
+	}
+	for order, want := range map[string]int{"page": -1, "row": -1, "page+buffer": cfg.BufferRows, "stream": cfg.BufferRows} {
+		if got := loaderConfig(order, &cfg, ix).BufferRows; got != want {
+			t.Errorf("%s: BufferRows %d, want %d", order, got, want)
+		}
+	}
+}
+
+// TestDefaultOrderBuffers: trained at the loader's defaults, the default
+// order buffers rows (unordered fetch) and mixes more pages per batch
+// than page shuffle without the buffer.
+func TestDefaultOrderBuffers(t *testing.T) {
+	c := tinyExperiment(t)
+	c.Orders = []string{"default", "page"}
+	res, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, page := res.Orders[0], res.Orders[1]
+	if def.BufferRows == 0 || def.Fetch != "unordered" || def.Shuffle != "page" || page.BufferRows != 0 || page.Fetch != "ordered" {
+		t.Errorf("default: %s shuffle, buffer %d, %s fetch; page: buffer %d, %s fetch", def.Shuffle, def.BufferRows, def.Fetch, page.BufferRows, page.Fetch)
+	}
+	if def.PagesPerBatch < 2*page.PagesPerBatch {
+		t.Errorf("pages per batch: default %.1f, page %.1f", def.PagesPerBatch, page.PagesPerBatch)
 	}
 }

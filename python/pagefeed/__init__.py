@@ -290,7 +290,8 @@ class Loader:
     library's default: shuffle page|row|rowgroup|stream|none (page), fetch
     unordered|ordered (unordered), batch_pages (pages read together; one
     batch each unless batch_rows > 0; 64), batch_rows (0), buffer_rows
-    (shuffle buffer, 0: off; stream's default 8192), output arrow|tokens
+    (shuffle buffer, 0: off; the loader's default: the rows of 256 pages
+    for row batches of page shuffle, 8192 for stream), output arrow|tokens
     (arrow; tokens then takes seq_len (2048), eos, pad, tokens_dtype "int32"
     or "int64", and position_ids, cu_seqlens, loss_mask: whether batches
     carry those arrays, see Batch), seed (0), epochs (1), rank and world
@@ -380,6 +381,7 @@ class Loader:
             h = self._h
             if h is None:
                 raise ClosedError("pagefeed: loader closed")
+            # lib() raises ForkError in a process forked since the library loaded
             wait, ref, ms = _lib.lib().pf_next_wait, self._slotref, self._WAIT_MS
             # An exception raised when a call returns (a signal's) leaves
             # what the call stored in the slot: the next call returns it.

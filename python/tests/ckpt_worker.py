@@ -5,7 +5,8 @@ its steps, len(ds) before the first item and ds.state_dict() after the
 last item taken.
 
 usage: ckpt_worker.py JSON  (keys: paths, kw, workers, steps, state, loader
-("pagefeed": pagefeed.torch.DataLoader, "torch": the plain one), epoch, out)
+("pagefeed": pagefeed.torch.DataLoader, "torch": the plain one), epoch,
+pin (pin_memory), out)
 """
 
 import json
@@ -23,10 +24,10 @@ if a.get("state") is not None:
 if a.get("epoch") is not None:
     ds.set_epoch(a["epoch"])
 cls = pagefeed.torch.DataLoader if a.get("loader", "pagefeed") == "pagefeed" else torch.utils.data.DataLoader
-dl = cls(ds, batch_size=None, num_workers=a["workers"])
+dl = cls(ds, batch_size=None, num_workers=a["workers"], pin_memory=a.get("pin", False))
 n = len(ds)  # before the workers fork: a child process answers it
 assert a["workers"] == 0 or not _lib.loaded_here()
-ids, steps, state, err = [], 0, None, None
+ids, steps, state, err, pinned = [], 0, None, None, True
 it = iter(dl)
 while a["steps"] < 0 or steps < a["steps"]:
     try:
@@ -34,10 +35,11 @@ while a["steps"] < 0 or steps < a["steps"]:
     except StopIteration:
         break
     ids.extend(item["id"].tolist())
+    pinned = pinned and item["id"].is_pinned()
     steps += 1
 try:
     state = ds.state_dict()
 except pagefeed.StateError as e:
     err = str(e)
 with open(a["out"], "w") as f:
-    json.dump({"ids": ids, "steps": steps, "len": n, "state": state, "error": err}, f)
+    json.dump({"ids": ids, "steps": steps, "len": n, "state": state, "error": err, "pinned": pinned}, f)

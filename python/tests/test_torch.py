@@ -13,7 +13,7 @@ import torch.utils.data
 
 import pagefeed
 from pagefeed.torch import PagefeedDataset
-from conftest import HERE, PYDIR, ROWS, run_py
+from conftest import HERE, PYDIR, ROOT, ROWS, run_py
 
 
 def collect(dl):
@@ -287,8 +287,6 @@ def test_torchrun_workers_equal_steps(torchrun_workers):
     assert len(ids) == len(set(ids)) and set(ids) <= set(range(ROWS))
 
 
-@pytest.mark.xfail(strict=True, reason="equal steps over world x workers shards drop whole pages per shard "
-                   "(the epoch plan that shares rows between ranks is not on this branch)")
 def test_torchrun_workers_lose_little(torchrun_workers):
     """Equal steps over 4 ranks x 2 workers leave out fewer than
     world x workers x batch_rows rows (here the id column's pages hold

@@ -22,7 +22,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	blend weights=W,... take=N,...
 //	    the rows each source of a mixture gives to batches of N rows
 //	rest world=W kind=… batch=B policy=…
-//	    input: one line a rank, "spans=LO-HI,… done=X [taken=LO-HI,…] pending=N batches=N";
+//	    input: one line a rank, "spans=LO-HI,… done=X [taken=LO-HI,…] pending=N";
 //	    prints what Reshard leaves and every new rank's share of it
 //
 // Run with -rewrite to regenerate the outputs after a deliberate change.
@@ -212,13 +212,13 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 		for _, l := range input {
 			_, a := args(t, "rank "+l)
 			old = append(old, Progress{Spans: spans(t, a["spans"]), Cursor: Cursor{Done: num(t, a["done"]), Taken: spans(t, a["taken"])},
-				Pending: num(t, a["pending"]), Batches: num(t, a["batches"])})
+				Pending: num(t, a["pending"])})
 		}
 		rest, err := Reshard(old)
 		if err != nil {
 			return err.Error()
 		}
-		fmt.Fprintf(&out, "rest %v pending %d before %d\n", rest.Spans, rest.Pending, rest.Before)
+		fmt.Fprintf(&out, "rest %v pending %d\n", rest.Spans, rest.Pending)
 		for r := 0; r < p.World; r++ {
 			p.Rank = r
 			sh, err := rest.Share(p, e.Space().Total(), 1)

@@ -403,7 +403,7 @@ func checkReshard(t *testing.T, name string, m *model, s *Space, e *Epoch, kind 
 				}
 				rk.cur = rk.cur.With(early)
 			}
-			old = append(old, Progress{Spans: rk.spans, Cursor: rk.cur, Pending: uint64(len(rk.pending)), Batches: 3})
+			old = append(old, Progress{Spans: rk.spans, Cursor: rk.cur, Pending: uint64(len(rk.pending))})
 			allPending = append(allPending, rk.pending...)
 		}
 		if stage == len(worlds) {
@@ -422,7 +422,7 @@ func checkReshard(t *testing.T, name string, m *model, s *Space, e *Epoch, kind 
 			if err != nil {
 				t.Fatal(err)
 			}
-			next[r] = rank{spans: sh.Spans, cur: Start(sh.Spans), steps: sh.Steps - int64(rest.Before)}
+			next[r] = rank{spans: sh.Spans, cur: Start(sh.Spans), steps: sh.Steps}
 			for i := uint64(r); i < uint64(len(allPending)) && uint64(len(next[r].pending)) < sh.Pending; i += uint64(nw) {
 				next[r].pending = append(next[r].pending, allPending[i])
 			}

@@ -6,25 +6,22 @@ import (
 
 // Progress is one rank's part of an epoch as Reshard needs it: its share,
 // how far it has taken it in, the rows it took in but has not delivered
-// (Pending) and the batches it delivered.
+// (Pending).
 type Progress struct {
 	Spans   []Span
 	Cursor  Cursor
 	Pending uint64
-	Batches uint64
 }
 
 // Rest is what a world leaves of an epoch for another world: the ranges
 // of its ranks' shares that no rank has taken in (Spans, in stream
-// order), the rows taken in but not delivered (Pending, numbered in rank
-// order: rank 0's first), and the batches delivered before (Before, the
-// fewest of its ranks). It says nothing of how the new world deals it:
+// order) and the rows taken in but not delivered (Pending, numbered in
+// rank order: rank 0's first). It says nothing of how the new world deals it:
 // every new rank deals it alike from its own Params (Share), so one Rest
 // serves any policy and batch size.
 type Rest struct {
 	Spans   []Span
 	Pending uint64
-	Before  uint64
 }
 
 // MaxStream bounds stream coordinates: a state beyond it is refused before
@@ -35,7 +32,6 @@ const MaxStream = 1 << 62
 // old plan left out stays left out.
 func Reshard(old []Progress) (Rest, error) {
 	var rest Rest
-	before := ^uint64(0)
 	for r, o := range old {
 		if err := CheckSpans(o.Spans, MaxStream); err != nil {
 			return Rest{}, fmt.Errorf("rank %d: %w", r, err)
@@ -48,10 +44,6 @@ func Reshard(old []Progress) (Rest, error) {
 		}
 		rest.Spans = appendLeft(rest.Spans, o.Spans, o.Cursor)
 		rest.Pending += o.Pending
-		before = min(before, o.Batches)
-	}
-	if len(old) > 0 {
-		rest.Before = before
 	}
 	return rest, nil
 }
@@ -75,7 +67,8 @@ func PendingOf(pending uint64, world, rank int) (n uint64) {
 // batch per rank), within one count under Keep; tokens output deals the
 // rows evenly, and derives the steps from the estimate (tokensPerCount:
 // the space's Tokens over its Total), the same on every rank under Drop
-// and Pad. Steps count rest.Before too.
+// and Pad. Steps are the remainder's: they count no batch delivered
+// before.
 func (rest Rest) Share(p Params, total uint64, tokensPerCount float64) (Share, error) {
 	if err := p.check(); err != nil {
 		return Share{}, err
@@ -126,7 +119,6 @@ func (rest Rest) Share(p Params, total uint64, tokensPerCount float64) (Share, e
 			sh.Steps = int64(ceilF(tok))
 		}
 	}
-	sh.Steps += int64(rest.Before)
 	return sh, nil
 }
 
