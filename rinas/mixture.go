@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/pagefeed/pagefeed/engine"
@@ -344,6 +346,14 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 		if err := sl.start(); err != nil {
 			return nil, srcErr(names[i], err)
 		}
+	}
+	// What the Loader's accessors report: the engine's workers, the
+	// memory planned over all sources, the first source's CPUs and
+	// read-ahead.
+	l.workers, l.cpus, l.cfg.Prefetch = max(m.eng.Workers(), 1), m.srcs[0].cpus, m.srcs[0].cfg.Prefetch
+	l.planned = m.engineBytes()
+	for _, sl := range m.srcs {
+		l.planned += sl.planned
 	}
 	ok = true
 	return l, nil
@@ -816,4 +826,25 @@ func reshardMix(states []*State, world int) ([]*State, error) {
 		}
 	}
 	return out, nil
+}
+
+// ParseSource parses a command line's source, PATH[:WEIGHT]: a file,
+// directory or glob, and after its last colon a weight when what follows
+// is a number (else the whole is the path, which counts as Repeat 1).
+// The source is named by its path.
+func ParseSource(s string) (Source, error) {
+	path := s
+	var w float64
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		if v, err := strconv.ParseFloat(s[i+1:], 64); err == nil {
+			path, w = s[:i], v
+			if w <= 0 || math.IsNaN(w) || math.IsInf(w, 0) {
+				return Source{}, fmt.Errorf("%w: source %q: weight %v (want a positive number)", ErrConfig, s, w)
+			}
+		}
+	}
+	if path == "" {
+		return Source{}, fmt.Errorf("%w: source %q has no path", ErrConfig, s)
+	}
+	return Source{Name: path, Paths: []string{path}, Weight: w}, nil
 }
