@@ -329,9 +329,10 @@ type Config struct {
 	Sources   []Source
 	EpochSize int64
 
-	// slotsCounted: a mixture's source, whose shared engine's slots the
-	// mixture counts against MemoryLimit once.
-	slotsCounted bool
+	// mixSource: a mixture's source, whose shared engine's slots and
+	// row batches held by the consumer the mixture counts against
+	// MemoryLimit once.
+	mixSource bool
 
 	// batchAuto and sideAuto record that fill chose BatchPages and
 	// SideCacheBytes: Open may lower them to fit MemoryLimit (sizing.go).

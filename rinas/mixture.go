@@ -93,8 +93,11 @@ type mixture struct {
 	cols  []string
 	eng   *engine.Engine
 	// engOpts are the engine's options (its slots count against
-	// MemoryLimit once).
+	// MemoryLimit once); union the sources' summaries merged; fixed what
+	// the mixture itself counts against MemoryLimit.
 	engOpts engine.Options
+	union   indexSummary
+	fixed   int64
 
 	epoch, batches uint64
 	finished       bool
@@ -259,7 +262,7 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 		// source for the rows the blend gives it.
 		c.DropLast, c.PadLast, c.KeepUneven = true, false, false
 		c.BatchRows = 1
-		c.slotsCounted = true
+		c.mixSource = true
 		name := names[i]
 		logf := cfg.Logf
 		c.Logf = func(f string, a ...any) { logf("source %q: "+f, append([]any{name}, a...)...) }
@@ -335,13 +338,21 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 			m.tokBufs <- tb
 		}
 	}
-	// The rest of the memory limit, spread over the sources.
-	left := cfg.MemoryLimit - m.engineBytes()
+	// The rest of the memory limit, spread over the sources: less the
+	// engine's slots, the token matrices and the row batches the consumer
+	// holds (counted once here, not by each source).
+	m.fixed = m.engineBytes()
+	if cfg.Output == OutputTokens {
+		m.fixed += int64(mixTokBufs) * tokenBufBytes64(cfg.BatchRows, cfg.SeqLen, cfg.Tokens64)
+	} else {
+		m.fixed += outBytes(cfg, m.union)
+	}
+	left := cfg.MemoryLimit - m.fixed
 	for i, sl := range m.srcs {
 		sl.cfg.SharedEngine = m.eng
 		sl.cfg.MemoryLimit = left / int64(len(m.srcs))
 		if sl.cfg.MemoryLimit <= 0 {
-			return nil, fmt.Errorf("%w: source %q: the shared engine's %d MiB of slots leave nothing of the %d MiB limit", ErrMemory, names[i], m.engineBytes()>>20, cfg.MemoryLimit>>20)
+			return nil, fmt.Errorf("%w: source %q: the shared engine's slots, the token buffers and the row batches held (%d MiB) leave nothing of the %d MiB limit", ErrMemory, names[i], m.fixed>>20, cfg.MemoryLimit>>20)
 		}
 		if err := sl.start(); err != nil {
 			return nil, srcErr(names[i], err)
@@ -351,7 +362,7 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 	// memory planned over all sources, the first source's CPUs and
 	// read-ahead.
 	l.workers, l.cpus, l.cfg.Prefetch = max(m.eng.Workers(), 1), m.srcs[0].cpus, m.srcs[0].cfg.Prefetch
-	l.planned = m.engineBytes()
+	l.planned = m.fixed
 	for _, sl := range m.srcs {
 		l.planned += sl.planned
 	}
@@ -424,8 +435,9 @@ func (m *mixture) openEngine() error {
 		u.rows = max(u.rows, s.rows)
 		u.rowsPerPage = max(u.rowsPerPage, s.rowsPerPage)
 	}
+	m.union = u
 	c := m.srcs[0].cfg
-	c.slotsCounted = false
+	c.mixSource = false
 	c.MemoryLimit = math.MaxInt64
 	z, err := planSizing(c, u)
 	if err != nil {
