@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pagefeed/pagefeed/index"
 )
 
 // TestReshardEqualSteps checks Reshard under the default DropLast: the
@@ -23,12 +25,14 @@ func TestReshardEqualSteps(t *testing.T) {
 		name              string
 		shuffle           Shuffle
 		batchRows, buffer int
+		defaults          bool // BatchPages and BufferRows left to Open
 	}
 	modes := []mode{
-		{"pages", ShufflePage, 0, 0},
-		{"rows", ShufflePage, 70, 0},
-		{"rows+buffer", ShufflePage, 70, 90},
-		{"rowgroup rows", ShuffleRowGroup, 70, 0},
+		{"rows at defaults", ShufflePage, 50, 0, true},
+		{"pages", ShufflePage, 0, 0, false},
+		{"rows", ShufflePage, 70, 0, false},
+		{"rows+buffer", ShufflePage, 70, 90, false},
+		{"rowgroup rows", ShuffleRowGroup, 70, 0, false},
 	}
 	for _, w := range [][2]int{{2, 3}, {3, 2}, {2, 1}, {1, 2}} {
 		for _, m := range modes {
@@ -37,6 +41,9 @@ func TestReshardEqualSteps(t *testing.T) {
 					cfg := baseConfig(ds, "id")
 					cfg.Rank, cfg.World, cfg.Resume = rank, world, s
 					cfg.Shuffle, cfg.BatchPages, cfg.BatchRows, cfg.BufferRows = m.shuffle, 3, m.batchRows, m.buffer
+					if m.defaults {
+						cfg.BatchPages = 0
+					}
 					return cfg
 				}
 				dataSeed := rng.Uint64()
@@ -137,4 +144,47 @@ func diff(a, b []int64) []int64 {
 		out = append(out, v)
 	}
 	return out
+}
+
+// TestReshardKeepUnevenPending: KeepUneven ranks whose shuffle buffer (at
+// its default size) holds every row they took in, resharded 2 → 3 and 3 →
+// 2: each new rank keeps every pending row dealt to it, so the run
+// delivers every row exactly once (a quota dealt apart from the pending
+// rows dropped one and repeated another).
+func TestReshardKeepUnevenPending(t *testing.T) {
+	paths, total := eqDataset(t, "tiny")
+	for _, w := range [][2]int{{2, 3}, {3, 2}} {
+		t.Run(fmt.Sprintf("%d->%d", w[0], w[1]), func(t *testing.T) {
+			open := func(r, world int, s *State) *Loader {
+				return openT(t, Config{Paths: paths, Columns: []string{"id"}, BatchRows: 50, Seed: 4, KeepUneven: true, Rank: r, World: world,
+					Resume: s, Index: index.Options{NoSidecar: true, Logf: func(string, ...any) {}}, Logf: func(string, ...any) {}})
+			}
+			var got []int64
+			var states []*State
+			for r := range w[0] {
+				l := open(r, w[0], nil)
+				ids, _, _ := drain(t, l, 3+4*r)
+				got = append(got, ids...)
+				states = append(states, l.State())
+				l.Close()
+			}
+			next, err := Reshard(states, w[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r := range w[1] {
+				l := open(r, w[1], next[r])
+				ids, _, _ := drain(t, l, -1)
+				got = append(got, ids...)
+				if st := l.Stats(); st.DroppedRows != 0 || st.PaddedRows != 0 {
+					t.Fatalf("new rank %d: %d rows dropped, %d padded under KeepUneven", r, st.DroppedRows, st.PaddedRows)
+				}
+				l.Close()
+			}
+			checkNoRepeats(t, got)
+			if int64(len(got)) != total {
+				t.Fatalf("%d rows delivered of %d", len(got), total)
+			}
+		})
+	}
 }

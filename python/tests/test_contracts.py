@@ -325,3 +325,13 @@ def test_c_abi_checks_its_arguments(corpus):
         assert l.pf_state(h, 6, ctypes.byref(ctypes.c_void_p())) == -2 and b"flags" in l.pf_last_error()
         assert l.pf_unread(h, 12345) == -2 and b"not the last batch" in l.pf_last_error()
         assert l.pf_len(h, ctypes.byref(n)) == 0 and n.value == len(ld) > 0
+
+
+@pytest.mark.parametrize("batch_rows", [0, 32])
+@pytest.mark.parametrize("rank", [0, 10 ** 6 - 1])
+def test_world_beyond_data_is_refused(corpus, rank, batch_rows):
+    """A world that would leave ranks without rows (a million ranks over
+    the corpus) is refused when the loader opens, never a loader that
+    delivers 0 rows."""
+    with pytest.raises(pagefeed.ConfigError, match=r"1000000"):
+        pagefeed.Loader(corpus, world=10 ** 6, rank=rank, batch_rows=batch_rows)

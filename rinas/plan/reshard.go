@@ -89,6 +89,13 @@ func (rest Rest) Share(p Params, total uint64, tokensPerCount float64) (Share, e
 	var off uint64 // the stream's counts dealt to the ranks before
 	for r := 0; r < p.World; r++ {
 		quota := bounds[r+1] - bounds[r]
+		if q.Policy == Keep {
+			// Within one count, the extra counts to the first ranks, as
+			// PendingOf deals the extra pending rows: no rank is dealt
+			// more pending rows than its quota holds, so none is dropped
+			// and no rank's quota runs past the ranges (a repeat).
+			quota = PendingOf(all, p.World, r)
+		}
 		n := PendingOf(rest.Pending, p.World, r)
 		keep := min(n, quota)
 		sh.DroppedPending += n - keep
