@@ -829,8 +829,8 @@ func (l *Loader) closeAll() error {
 		}
 	}
 	l.rows.drop()
-	l.last.reset()
-	l.work.reset()
+	l.last.reset(&l.rows)
+	l.work.reset(&l.rows)
 	l.dicts.drop()
 	l.sideC.drop()
 	l.pcache.drop()
