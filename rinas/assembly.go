@@ -107,6 +107,9 @@ func (l *Loader) Unread(b *Batch) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.mix != nil {
+		return ErrUnread // a mixture does not take batches back
+	}
 	r := &l.last
 	if b == nil || r.b != b || !b.released.CompareAndSwap(false, true) {
 		return ErrUnread

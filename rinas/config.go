@@ -324,6 +324,20 @@ type Config struct {
 	// Logf receives notices; default stderr.
 	Logf func(format string, args ...any)
 
+	// Sources, when set instead of Paths, make the loader a weighted
+	// mixture of datasets (see Source and the package doc's Mixtures);
+	// EpochSize is the mixture's epoch for the whole world, in rows
+	// (tokens output: tokens). Default: the sum of the sources at their
+	// weights as given (each source's rows with Weight, Repeat × its rows,
+	// or Choose).
+	Sources   []Source
+	EpochSize int64
+
+	// mixSource: a mixture's source, whose shared engine's slots and
+	// row batches held by the consumer the mixture counts against
+	// MemoryLimit once.
+	mixSource bool
+
 	// batchAuto and sideAuto record that fill chose BatchPages and
 	// SideCacheBytes: Open may lower them to fit MemoryLimit (sizing.go).
 	batchAuto, sideAuto bool

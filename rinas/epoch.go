@@ -18,6 +18,9 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch = l.cfg.Epoch
 		return l.beginEpoch(nil)
 	}
+	if s.Mix != nil {
+		return fmt.Errorf("%w: it is a mixture's state (%d sources), this loader reads one dataset (Config.Paths)", ErrState, len(s.Mix.Sources))
+	}
 	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
@@ -102,6 +105,9 @@ func (l *Loader) endEpoch() error {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
+	if l.mix != nil {
+		return l.mix.state()
+	}
 	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(),
 		Seed: l.cfg.Seed, Epoch: l.epoch, Rank: l.cfg.Rank, World: l.cfg.World, BatchRows: l.cfg.BatchRows, Policy: l.policy().String(),
 		Total: l.space.Total(), RNG: uint64(l.rows.rng), Batches: uint64(l.batches)}
@@ -167,7 +173,12 @@ func (l *Loader) State() *State {
 // delivered before the checkpoint included; the rest of an epoch that
 // Reshard dealt to this world counts its own steps (the same on every
 // rank), not the old world's.
-func (l *Loader) Len() int { return int(l.share.Steps) }
+func (l *Loader) Len() int {
+	if l.mix != nil {
+		return int(l.mix.steps())
+	}
+	return int(l.share.Steps)
+}
 
 // EpochLen returns the number of batches Next yields for this rank in
 // epoch: Len of the epoch being read (resumed and resharded epochs
@@ -180,6 +191,9 @@ func (l *Loader) Len() int { return int(l.share.Steps) }
 func (l *Loader) EpochLen(epoch uint64) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
+	}
+	if l.mix != nil {
+		return int(l.mix.steps()), nil
 	}
 	if epoch == l.epoch {
 		return int(l.share.Steps), nil

@@ -265,6 +265,9 @@ func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
 		}
 	}
 	want := l.cfg.BatchRows
+	if l.want > 0 && l.cfg.Output != OutputTokens {
+		want = l.want
+	}
 	var tb *tokenBuf
 	var pk packer
 	if l.cfg.Output == OutputTokens {
@@ -379,8 +382,13 @@ func (l *Loader) finishRows(b *Batch, tb *tokenBuf, pk *packer, taken []rowItem)
 	b.Rows = len(b.Refs)
 	if tb != nil {
 		b.Fill = pk.finish()
-		b.Tokens, b.Tokens64 = tb.tokens, tb.tokens64
-		b.PositionIDs, b.CuSeqlens, b.LossMask = tb.pos, tb.cu, tb.mask
+		n := tb.size()
+		if tb.tokens != nil {
+			b.Tokens = tb.tokens[:n]
+		} else {
+			b.Tokens64 = tb.tokens64[:n]
+		}
+		b.PositionIDs, b.CuSeqlens, b.LossMask = tb.pos[:n], tb.cu, tb.mask[:n]
 		b.free = func() { l.putTokBuf(tb) }
 		return b, nil
 	}

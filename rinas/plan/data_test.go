@@ -19,6 +19,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	    the space and epoch the next commands use; prints the totals
 //	plan world=W kind=rows|units|tokens batch=B policy=drop|pad|keep
 //	    every rank's share: spans, steps, and the pieces at its ends
+//	blend weights=W,... take=N,...
+//	    the rows each source of a mixture gives to batches of N rows
 //	rest world=W kind=… batch=B policy=…
 //	    input: one line a rank, "spans=LO-HI,… done=X [taken=LO-HI,…] pending=N";
 //	    prints what Reshard leaves and every new rank's share of it
@@ -227,6 +229,26 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 		}
 		sh, _ := rest.Share(p, e.Space().Total(), 1)
 		fmt.Fprintf(&out, "dropped %v pending %d", sh.Dropped, sh.DroppedPending)
+	case "blend":
+		// blend weights=W,... take=N,N,...: the rows each source gives
+		// to batches of N rows, and the counters after each.
+		var ws []float64
+		for _, f := range strings.Split(m["weights"], ",") {
+			w, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatalf("weight %q: %v", f, err)
+			}
+			ws = append(ws, w)
+		}
+		b, err := NewBlend(ws)
+		if err != nil {
+			return err.Error()
+		}
+		for _, n := range list(t, m["take"]) {
+			counts := make([]uint64, len(ws))
+			b.Take(uint64(n), counts)
+			fmt.Fprintf(&out, "take %d: %v given %v\n", n, counts, b.Given())
+		}
 	default:
 		t.Fatalf("unknown command %q", cmd)
 	}
