@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,9 @@ import (
 type ParquetConfig struct {
 	Name  string
 	Paths []string // files, directories or globs
+	// Sources, instead of Paths, reads a weighted mixture of datasets
+	// (rinas.Config.Sources; pagefeed engine only).
+	Sources []rinas.Source
 	// Column is the projection: a leaf column, or several separated by
 	// commas (pagefeed engine only); default the first leaf column.
 	Column string
@@ -152,7 +156,10 @@ func ParseParquetEngine(s string) (ParquetEngine, error) {
 }
 
 func (c *ParquetConfig) fill() error {
-	if len(c.Paths) == 0 {
+	if len(c.Sources) > 0 && (c.Engine != ParquetPagefeed || c.IOEngine == ParquetMmap) {
+		return &Error{Op: "parquet", Err: fmt.Errorf("%w: --source reads through the pagefeed engine only", ErrBadOption)}
+	}
+	if len(c.Paths) == 0 && len(c.Sources) == 0 {
 		return &Error{Op: "parquet", Err: fmt.Errorf("%w: no --parquet path", ErrBadOption)}
 	}
 	if c.Name == "" {
@@ -228,9 +235,24 @@ type ParquetResult struct {
 	// names its own: mmap reads through the page cache.
 	IOMode, IOReason           string
 	DirectFiles, BufferedFiles int
+	// Sources counts per source of a mixture (Config.Sources).
+	Sources []rinas.SourceStats
 
 	measured time.Duration // when set, the measured part of Elapsed (decode only)
 	pinned   []int         // the engine workers' CPUs, when pinned
+}
+
+// SourceJSON is one source of a mixture in a ParquetJob: rows and tokens
+// delivered, its own epochs begun, the bytes its reads moved (io_bytes)
+// and its pages.
+type SourceJSON struct {
+	Name      string `json:"name"`
+	Rows      int64  `json:"rows"`
+	Tokens    int64  `json:"tokens"`
+	Epochs    int64  `json:"epochs"`
+	IOBytes   int64  `json:"io_bytes"`
+	PageBytes int64  `json:"page_bytes"`
+	Pages     int64  `json:"pages"`
 }
 
 // ParquetJob is a Parquet-mode job in fio's JSON shape: read.iops is pages
@@ -270,10 +292,11 @@ type ParquetJob struct {
 	// (the loader's auto choice at the run's end, or the mode asked
 	// for), and IOReason why; a baseline's is its own (mmap: the page
 	// cache).
-	IOMode        string `json:"io_mode,omitempty"`
-	IOReason      string `json:"io_mode_reason,omitempty"`
-	DirectFiles   int    `json:"direct_files,omitempty"`
-	BufferedFiles int    `json:"buffered_files,omitempty"`
+	IOMode        string       `json:"io_mode,omitempty"`
+	IOReason      string       `json:"io_mode_reason,omitempty"`
+	DirectFiles   int          `json:"direct_files,omitempty"`
+	BufferedFiles int          `json:"buffered_files,omitempty"`
+	Sources       []SourceJSON `json:"sources,omitempty"`
 }
 
 // EngineStatsJSON is engine.Stats over the measured run, in nanoseconds.
@@ -301,7 +324,11 @@ func RunParquet(ctx context.Context, cfg ParquetConfig, progress func(pages int6
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	files, err := expandParquet(cfg.Paths)
+	all := cfg.Paths
+	for _, s := range cfg.Sources {
+		all = append(slices.Clone(all), s.Paths...)
+	}
+	files, err := expandParquet(all)
 	if err != nil {
 		return nil, err
 	}
@@ -392,6 +419,9 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	if cfg.Column != "" {
 		rc.Columns = strings.Split(cfg.Column, ",")
 	}
+	if len(cfg.Sources) > 0 {
+		rc.Paths, rc.Sources = nil, cfg.Sources
+	}
 	rc.LeadColumn, rc.CoalesceBytes, rc.SideCacheBytes = cfg.LeadColumn, cfg.Coalesce, cfg.SideCache
 	l, err := rinas.Open(ctx, rc)
 	if err != nil {
@@ -450,6 +480,7 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.SideCacheHits = st.SideCacheHits
 	res.PlannedBytes, res.BatchUnits = l.PlannedBytes(), l.BatchPages()
 	res.IOMode, res.IOReason, res.DirectFiles, res.BufferedFiles = st.IOMode, st.IOReason, st.DirectFiles, st.BufferedFiles
+	res.Sources = st.Sources
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
 		res.EngineStats = &est
@@ -496,20 +527,23 @@ func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 }
 
 // baselinePlan returns the loader's own page plan of epoch
-// (rinas.PlanPages) for a baseline: cfg's shuffle, seed, rank, world and
+// (rinas.PlanPagesRows) for a baseline: cfg's shuffle, seed, rank, world and
 // equal-steps policy over ix's units, the column's pages or under the
 // rowgroup shuffle its row groups (unitPages). It is the plan of page
 // batches also where cfg asks for row batches, whose end by row counts
 // the baselines do not reproduce; the row shuffle, whose units are rows,
 // has none (ErrBadOption).
 func baselinePlan(cfg *ParquetConfig, ix *index.Index, epoch uint64) (rinas.PagePlan, error) {
-	n := uint64(ix.NumPages(0))
+	rows := ix.PageRows(0)
 	if cfg.Shuffle == rinas.ShuffleRowGroup {
-		n = uint64(ix.NumChunks())
+		rows = make([]int32, ix.NumChunks())
+		for c := range rows {
+			rows[c] = int32(ix.Chunk(0, c).NumRows)
+		}
 	}
 	rc := rinas.Config{Shuffle: cfg.Shuffle, Seed: cfg.Seed, Rank: cfg.Rank, World: cfg.World,
 		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven}
-	p, err := rinas.PlanPages(rc, n, epoch)
+	p, err := rinas.PlanPagesRows(rc, rows, epoch)
 	if err != nil {
 		return p, &Error{Op: "parquet", Off: -1, Err: fmt.Errorf("%w: the %s baseline reads the loader's page plan: %v", ErrBadOption, baselineName(cfg), err)}
 	}
@@ -837,6 +871,9 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		PlannedBytes: r.PlannedBytes, BatchUnits: r.BatchUnits,
 		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
 		IOMode: r.IOMode, IOReason: r.IOReason, DirectFiles: r.DirectFiles, BufferedFiles: r.BufferedFiles,
+	}
+	for _, s := range r.Sources {
+		j.Sources = append(j.Sources, SourceJSON{Name: s.Name, Rows: s.Rows, Tokens: s.Tokens, Epochs: s.Epochs, IOBytes: s.DiskBytes, PageBytes: s.PageBytes, Pages: s.Pages})
 	}
 	if j.IOMode == "" && cfg.IOEngine == ParquetMmap {
 		j.IOMode, j.IOReason = "mmap", "mmap: pages copied out of memory-mapped files (the page cache)"

@@ -52,6 +52,71 @@ type jsonConfig struct {
 	SkipBadPages  bool            `json:"skip_bad_pages"`
 	IOMode        rinas.IOMode    `json:"io_mode"` // auto|direct|buffered
 	Resume        json.RawMessage `json:"resume"`
+	// sources (instead of paths): a weighted mixture of datasets, each
+	// {"paths", "name", "weight" | "repeat" | "choose", "columns"};
+	// epoch_size its epoch in rows (tokens output: tokens).
+	Sources   []jsonSource `json:"sources"`
+	EpochSize *int64       `json:"epoch_size"`
+}
+
+// jsonSource is one source of a mixture. Pointers: a weight given as 0
+// is a weight (the source is not read), not a weight left out.
+type jsonSource struct {
+	Name    string   `json:"name"`
+	Paths   []string `json:"paths"`
+	Weight  *float64 `json:"weight"`
+	Repeat  *float64 `json:"repeat"`
+	Choose  *int64   `json:"choose"`
+	Columns []string `json:"columns"`
+}
+
+// toSources maps the JSON sources onto rinas.Sources. Weights given to
+// some sources and not others, or all zero, are config errors naming the
+// sources (rinas cannot tell a 0 given from one left out).
+func toSources(j *jsonConfig) ([]rinas.Source, error) {
+	var out []rinas.Source
+	weighted := 0
+	nonzero := false
+	for i, s := range j.Sources {
+		name := s.Name
+		if name == "" && len(s.Paths) > 0 {
+			name = s.Paths[0]
+		}
+		r := rinas.Source{Name: s.Name, Paths: s.Paths, Columns: s.Columns}
+		if s.Weight != nil {
+			weighted++
+			r.Weight = *s.Weight
+			if r.Weight != 0 {
+				nonzero = true
+			}
+			if r.Weight == 0 && (s.Repeat != nil || s.Choose != nil) {
+				return nil, fmt.Errorf("%w: source %q sets weight with repeat or choose: give one kind", rinas.ErrConfig, name)
+			}
+		}
+		if s.Repeat != nil {
+			r.Repeat = *s.Repeat
+			if r.Repeat == 0 {
+				return nil, fmt.Errorf("%w: source %q: repeat 0 (leave the source out)", rinas.ErrConfig, name)
+			}
+		}
+		if s.Choose != nil {
+			r.Choose = *s.Choose
+			if r.Choose == 0 {
+				return nil, fmt.Errorf("%w: source %q: choose 0 (leave the source out)", rinas.ErrConfig, name)
+			}
+		}
+		if weighted > 0 && weighted != i+1 {
+			return nil, fmt.Errorf("%w: source %q has no weight where source %q has one: give every source a weight, or none", rinas.ErrConfig, name, j.Sources[0].Name)
+		}
+		out = append(out, r)
+	}
+	if weighted > 0 && weighted != len(j.Sources) {
+		return nil, fmt.Errorf("%w: %d of %d sources have a weight: give every source a weight, or none", rinas.ErrConfig, weighted, len(j.Sources))
+	}
+	if weighted > 0 && !nonzero {
+		return nil, fmt.Errorf("%w: the weights of all %d sources are zero", rinas.ErrConfig, len(j.Sources))
+	}
+	return out, nil
 }
 
 // Ranges of the integer keys, checked before rinas sees them. Where rinas
@@ -251,6 +316,17 @@ func toConfig(j *jsonConfig) (rinas.Config, error) {
 		if c.Output, err = rinas.ParseOutput(j.Output); err != nil {
 			return c, err
 		}
+	}
+	if len(j.Sources) > 0 {
+		if c.Sources, err = toSources(j); err != nil {
+			return c, err
+		}
+	}
+	if j.EpochSize != nil {
+		if *j.EpochSize <= 0 {
+			return c, fmt.Errorf("%w: epoch_size %d: want a positive count (leave the key out for the default)", rinas.ErrConfig, *j.EpochSize)
+		}
+		c.EpochSize = *j.EpochSize
 	}
 	if len(j.Resume) > 0 && !bytes.Equal(bytes.TrimSpace(j.Resume), []byte("null")) {
 		if c.Resume, err = rinas.UnmarshalState(j.Resume); err != nil {

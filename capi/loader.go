@@ -442,6 +442,16 @@ func exportChunk(bh int64, c, i int64, arr *C.struct_ArrowArray, sch *C.struct_A
 // fields that name the loader (dataset, files, columns, lead, shuffle,
 // output), which are the same in every state one loader takes, so that a
 // caller that records a state per batch copies only what changes.
+func statsJSON(h int64) ([]byte, error) {
+	var out []byte
+	err := withLoader(h, func(e *loaderEnt) error {
+		var err error
+		out, err = json.Marshal(e.l.Stats())
+		return err
+	})
+	return out, err
+}
+
 func stateJSON(h int64, compact bool) ([]byte, error) {
 	var out []byte
 	err := withLoader(h, func(e *loaderEnt) error {

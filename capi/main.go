@@ -262,3 +262,21 @@ func pf_epoch_len(h C.int64_t, epoch C.int64_t, out *C.int64_t) C.int {
 func pf_close(h C.int64_t) C.int {
 	return call(func() error { return closeLoader(int64(h)) })
 }
+
+// pf_stats stores in *out the loader's counters as a JSON object
+// (rinas.Stats' field names; a mixture's per-source counters under
+// "Sources"), C-allocated: free it with pf_free.
+//
+//export pf_stats
+func pf_stats(h C.int64_t, out **C.char) C.int {
+	return call(func() error {
+		if err := nonNil("out", out); err != nil {
+			return err
+		}
+		b, err := statsJSON(int64(h))
+		if err == nil {
+			*out = C.CString(string(b))
+		}
+		return err
+	})
+}

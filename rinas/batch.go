@@ -71,6 +71,11 @@ type Batch struct {
 	PositionIDs []int32
 	CuSeqlens   []int32
 	LossMask    []uint8
+	// SourceRows, for a mixture (Config.Sources), is the rows (tokens
+	// output: rows of the token matrix) each source gave, in Sources
+	// order. Each source's rows are contiguous chunks of Columns, sources
+	// in Sources order.
+	SourceRows []int
 
 	released atomic.Bool
 	free     func()

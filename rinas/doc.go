@@ -85,6 +85,48 @@
 // spans that need them (Config.SideCacheBytes), and adjacent pages of one
 // column chunk that a unit reads go out as one read (Config.CoalesceBytes).
 //
+// # Mixtures
+//
+// Config.Sources, instead of Paths, makes the loader a weighted mixture
+// of datasets. Each source keeps its own index, epoch plan, permutation
+// and epoch counter (a Loader of its own, reading through the mixture's
+// one engine); the blend (plan.Blend) decides how many rows of each
+// batch each source gives: row by row, the source furthest behind
+// weight × rows delivered goes next. Weights are shares of delivered
+// rows (tokens output: of rows of the token matrix, each SeqLen tokens).
+// The blend is deterministic and the same on every rank, and exact in
+// every prefix: after every batch, each source is less than one row
+// ahead of its share of all rows delivered (at most 1 − w_i of one), and
+// behind it by at most Σ_{j≠i}(1 − w_j) rows (less than one with two
+// sources, less than two with three); plan.Blend's doc proves the bound.
+// With unordered assembly too: each source assembles its own rows as its
+// reads land and gives exactly the rows the blend asks for.
+//
+// The mixture's epoch is EpochSize rows for the whole world (default:
+// each source's rows for Weight and Repeat 1, Repeat × its rows, or
+// Choose). A source whose share needs more rows than it holds starts its
+// own next epoch, a fresh permutation (upsampling); one that holds more
+// gives part of its epoch, without repeats, and the next mixture epoch
+// goes on where it stopped (subsampling). Each source's own epochs leave
+// out fewer than World rows so that every rank takes the same rows of it;
+// the mixture's steps per rank are EpochSize/(World·BatchRows) under
+// DropLast, rounded up under PadLast (the sources give the extra rows),
+// or the rank's part of EpochSize in batches under KeepUneven.
+//
+// A mixture's batch holds each source's rows as contiguous chunks of
+// Columns, sources in Sources order; Batch.SourceRows counts them. Its
+// State holds the blend's counters and every source's own State, by
+// name: a State resumed with other weights, or with sources added or
+// removed, continues every source where it was (its rows not repeated
+// within its epoch) and the new blend counts from the resume on. A
+// source whose files changed is refused naming the file. Reshard deals
+// every source's rest to the new world. A Next cut short by its context
+// keeps the batch it was assembling, and State until it is returned
+// counts none of it. Stats.Sources counts rows, tokens, epochs begun and
+// bytes read per source. A mixture does not take batches back (Unread
+// returns ErrUnread) and delivers row batches (BatchRows, default 1024
+// for Arrow output).
+//
 // A Loader is used by one goroutine: Next, Unread, State and Close must
 // not be called concurrently. Batch.Release may be called from any goroutine.
 // Close waits for every goroutine the loader started.

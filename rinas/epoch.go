@@ -18,6 +18,9 @@ func (l *Loader) startEpoch(s *State) error {
 		l.epoch = l.cfg.Epoch
 		return l.beginEpoch(nil)
 	}
+	if s.Mix != nil {
+		return fmt.Errorf("%w: it is a mixture's state (%d sources), this loader reads one dataset (Config.Paths)", ErrState, len(s.Mix.Sources))
+	}
 	if len(l.proj) > 1 && !l.sameColumns(s.Columns, s.Lead) {
 		return fmt.Errorf("%w: it was taken with columns %v led by %q, this loader reads %v led by %s",
 			ErrState, s.Columns, s.Lead, l.projNames(), l.ix.Column(l.lead).Path)
@@ -102,6 +105,9 @@ func (l *Loader) endEpoch() error {
 
 // State returns a checkpoint after the last batch Next returned.
 func (l *Loader) State() *State {
+	if l.mix != nil {
+		return l.mix.state()
+	}
 	s := &State{Version: stateVersion, Dataset: l.dataset, Files: l.fileSums, Shuffle: l.cfg.Shuffle.String(), Output: l.cfg.Output.String(),
 		Seed: l.cfg.Seed, Epoch: l.epoch, Rank: l.cfg.Rank, World: l.cfg.World, BatchRows: l.cfg.BatchRows, Policy: l.policy().String(),
 		Total: l.space.Total(), RNG: uint64(l.rows.rng), Batches: uint64(l.batches)}
@@ -139,8 +145,17 @@ func (l *Loader) State() *State {
 // this rank (Open's first epoch until Next moves on). It is exact, known
 // at Open, and the same on every rank unless KeepUneven is set (then
 // ranks differ by at most one):
-//   - page batches: ⌈units/BatchPages⌉ of the rank's units, every rank
-//     taking ⌊units/World⌋ (DropLast) or ⌈units/World⌉ (PadLast) units;
+//   - page batches over pages (or row groups) whose rows are all known
+//     (an offset index; row groups always): ranks share rows, every rank
+//     ⌊rows/World⌋ (DropLast) or ⌈rows/World⌉ (PadLast), a page at a
+//     rank's boundary read by both ranks, each keeping its rows; every
+//     rank takes the largest ⌈pieces/BatchPages⌉ over the ranks, and a
+//     rank with fewer pieces spreads them over as many batches (cutting
+//     a page at a row where it has fewer pieces than batches: package
+//     plan states the rule);
+//   - page batches over pages of unknown rows, and of the row shuffle:
+//     ⌈units/BatchPages⌉ of the rank's units, every rank taking
+//     ⌊units/World⌋ (DropLast) or ⌈units/World⌉ (PadLast) units;
 //   - row batches (arrow output): every rank takes ⌊rows/(World·BatchRows)⌋
 //     full batches (DropLast; PadLast rounds up), or ⌈its rows/BatchRows⌉;
 //   - tokens output: from the tokens of the rank's share, estimated for a
@@ -158,20 +173,39 @@ func (l *Loader) State() *State {
 // delivered before the checkpoint included; the rest of an epoch that
 // Reshard dealt to this world counts its own steps (the same on every
 // rank), not the old world's.
-func (l *Loader) Len() int { return int(l.share.Steps) }
+func (l *Loader) Len() int {
+	if l.mix != nil {
+		return int(l.mix.steps())
+	}
+	return int(l.share.Steps)
+}
 
 // EpochLen returns the number of batches Next yields for this rank in
 // epoch: Len of the epoch being read (resumed and resharded epochs
 // included), and of any other epoch as a fresh start of it plans it
 // (every epoch's plan deals the same totals, so this needs no pass over
-// the epoch). Like Len it is exact for page and row batches and the same
-// on every rank unless KeepUneven is set; see Len for tokens output.
+// the epoch, except for page batches of units whose rows are known: their
+// steps depend on the epoch's order, planned once per epoch). Like Len it
+// is exact for page and row batches and the same on every rank unless
+// KeepUneven is set; see Len for tokens output.
 func (l *Loader) EpochLen(epoch uint64) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
 	}
+	if l.mix != nil {
+		return int(l.mix.steps()), nil
+	}
 	if epoch == l.epoch {
 		return int(l.share.Steps), nil
+	}
+	if p := l.params(); p.Kind == plan.Units && l.space.Counted() {
+		// Page batches that share rows: the steps count every rank's
+		// pieces, which the epoch's order decides.
+		sh, err := l.epochPlan(epoch).Plan(p)
+		if err != nil {
+			return 0, l.planErr(err)
+		}
+		return int(sh.Steps), nil
 	}
 	n, err := l.space.Steps(l.params())
 	if err != nil {

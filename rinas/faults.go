@@ -127,6 +127,13 @@ func (l *Loader) skip(fb *fetchBatch, u *unit, err error) bool {
 // first 4096; Stats.SkippedPages counts them all). Safe to call while the
 // loader runs.
 func (l *Loader) Skipped() []SkippedPage {
+	if l.mix != nil {
+		var out []SkippedPage
+		for _, sl := range l.mix.srcs {
+			out = append(out, sl.Skipped()...)
+		}
+		return out
+	}
 	l.skips.mu.Lock()
 	defer l.skips.mu.Unlock()
 	return append([]SkippedPage(nil), l.skips.list...)

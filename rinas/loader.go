@@ -63,6 +63,10 @@ type Stats struct {
 	DroppedRows  int64
 	PaddedRows   int64
 	IndexBuildNs int64
+	// Sources counts per source of a mixture (Config.Sources), in
+	// Sources order; the counters above are then the sums over them,
+	// Rows and Batches the mixture's.
+	Sources []SourceStats
 	// IOMode is how the current epoch reads its pages (Config.IOMode):
 	// "direct" (O_DIRECT), "buffered" (the page cache) or "mixed" (auto
 	// read some files each way); IOReason says why, with the figures
@@ -136,6 +140,7 @@ type Loader struct {
 	consumer
 
 	closed bool
+	mix    *mixture // Config.Sources: the loader delivers the mixture's batches
 
 	stats Stats
 	sa    struct {
@@ -202,6 +207,10 @@ type consumer struct {
 	work, last  batchRecord
 	unread      *fetchBatch
 	restDropped int64
+	// want, when > 0, is the rows the next row batch holds instead of
+	// BatchRows (at most BatchRows): a mixture asks each source for the
+	// rows the blend gives it.
+	want int
 }
 
 // Open builds (or takes) the index, starts the engine and the producer,
@@ -209,37 +218,55 @@ type consumer struct {
 // tokens output cannot pack, memory beyond MemoryLimit and a State from
 // another dataset or seed fail here, not later.
 func Open(ctx context.Context, cfg Config) (*Loader, error) {
+	if len(cfg.Sources) > 0 {
+		return openMixture(ctx, cfg)
+	}
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	l, err := prepare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.start(); err != nil {
+		l.closeAll()
+		return nil, err
+	}
+	return l, nil
+}
+
+// prepare is Open's first half: the index (built or taken) and the units,
+// before anything is sized. cfg is filled. On error nothing stays open.
+func prepare(ctx context.Context, cfg Config) (*Loader, error) {
 	l := &Loader{cfg: cfg}
-	ok := false
-	defer func() {
-		if !ok {
-			l.closeAll()
-		}
-	}()
 	if err := l.openIndex(ctx); err != nil {
+		l.closeAll()
 		return nil, err
 	}
 	if err := l.openUnits(); err != nil {
+		l.closeAll()
 		return nil, err
 	}
+	return l, nil
+}
+
+// start is Open's second half: sizing, the engine, the epoch and the
+// producer. On error the caller closes l.
+func (l *Loader) start() error {
 	if err := l.openEngine(); err != nil {
-		return nil, err
+		return err
 	}
 	// After the engine's memory is allocated: auto counts it as taken.
 	l.chooseModes()
 	l.applyModes()
-	if err := l.startEpoch(cfg.Resume); err != nil {
-		return nil, err
+	if err := l.startEpoch(l.cfg.Resume); err != nil {
+		return err
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.pdone = make(chan struct{})
 	l.wg.Add(1)
 	go l.produce(l.epoch, l.ep, l.share.Spans, l.cursor)
-	ok = true
-	return l, nil
+	return nil
 }
 
 func (l *Loader) openIndex(ctx context.Context) error {
@@ -603,6 +630,9 @@ func (l *Loader) Next(ctx context.Context) (*Batch, error) {
 	if l.closed {
 		return nil, ErrClosed
 	}
+	if l.mix != nil {
+		return l.mix.next(ctx)
+	}
 	if l.finished {
 		return nil, io.EOF
 	}
@@ -700,8 +730,25 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
 		for _, ui := range l.takeOrder(fb)[:fb.n] {
 			u := &fb.units[ui]
+			var at int64 // the unit's rows before page i
 			for i, p := range u.pages {
 				a := p.Array()
+				if u.cut {
+					// A unit cut at a share's or a batch's boundary
+					// delivers its rows [lo, hi) only.
+					lo, hi := min(max(u.lo-at, 0), int64(a.Len())), min(max(u.hi-at, 0), int64(a.Len()))
+					at += int64(a.Len())
+					if lo >= hi {
+						continue
+					}
+					arrs = append(arrs, array.NewSlice(a, lo, hi))
+					if len(l.sides) > 0 {
+						segs = append(segs, sliceSegs(u.segs[i], lo, hi))
+					}
+					b.Pages = append(b.Pages, uint64(u.first+i))
+					b.Rows += int(hi - lo)
+					continue
+				}
 				if u.row >= 0 {
 					// A row unit (row shuffle) delivers its one row, not
 					// the page it was read with; the other columns' arrays
@@ -733,6 +780,9 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 
 // Stats returns counters so far.
 func (l *Loader) Stats() Stats {
+	if l.mix != nil {
+		return l.mix.stats()
+	}
 	s := l.stats
 	s.Pages = l.sa.pages.Load()
 	s.DiskBytes = l.sa.disk.Load()
@@ -769,6 +819,9 @@ func (l *Loader) Close() error {
 }
 
 func (l *Loader) closeAll() error {
+	if l.mix != nil {
+		return l.mix.close()
+	}
 	if l.cancel != nil {
 		l.cancel()
 	}
@@ -790,8 +843,8 @@ func (l *Loader) closeAll() error {
 		}
 	}
 	l.rows.drop()
-	l.last.reset()
-	l.work.reset()
+	l.last.reset(&l.rows)
+	l.work.reset(&l.rows)
 	l.dicts.drop()
 	l.sideC.drop()
 	l.pcache.drop()

@@ -445,6 +445,9 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 	m := &z.mem
 	*m = memBreakdown{limit: cfg.MemoryLimit}
 	m.slots = satMul(satMul(int64(opts.SlotSize), int64(opts.SlotsPerWorker)), int64(opts.Workers))
+	if cfg.mixSource {
+		m.slots = 0 // a mixture's source: the shared engine's slots are counted once, by the mixture
+	}
 	// The units' own bookkeeping (reads, completions, pages) counts too:
 	// a window of 65,536-unit batches holds millions of them.
 	m.decoded = satMul(satAdd(z.unitDecoded, unitOverhead+48*int64(z.unitReads)), int64(bp*z.fetchBatches))
@@ -484,8 +487,8 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 		// Rows wait in the FIFO a unit at a time: the unit being cut and
 		// the one before it pin their pages.
 		m.rows = satMul(z.unitDecoded, 2)
-		if cfg.Output == OutputArrow {
-			m.out = outBytes(cfg, s)
+		if cfg.Output == OutputArrow && !cfg.mixSource {
+			m.out = outBytes(cfg, s) // a mixture's sources: counted once, by the mixture
 		}
 		// The shuffle buffer: as set, or the default sized into what the
 		// rest leave (bufsize.go).

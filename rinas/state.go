@@ -101,6 +101,9 @@ type State struct {
 	RestPending uint64 `json:"rest_pending,omitempty"`
 	Fresh       bool   `json:"fresh,omitempty"`
 	EpochEnd    bool   `json:"epoch_end,omitempty"` // the epoch is finished
+	// Mix is a mixture's state (Config.Sources); the fields above then
+	// hold only Version, Output, Seed, Epoch, Rank and World.
+	Mix *MixState `json:"mix,omitempty"`
 }
 
 // stateVersion 2: states say where the rank is in its share of the
@@ -312,6 +315,9 @@ func ahead(s *State, x uint64) bool {
 // deals the rows evenly, and the new ranks derive the steps from the
 // dataset's mean tokens per row.
 func Reshard(states []*State, world int) ([]*State, error) {
+	if len(states) > 0 && states[0] != nil && states[0].Mix != nil {
+		return reshardMix(states, world)
+	}
 	byRank, err := reshardByRank(states, world)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME[,NA
     [--runtime=S | --loops=N] [--seed=S] [--epoch=E] [--rank=R] [--world=W] [--dump-order=FILE]
     [--drop-last | --pad-last | --keep-uneven] [--deterministic]
     [--ioengine=io_uring|psync|mmap] [--engine=pagefeed|arrowgo|decode] [--io-mode=auto|direct|buffered | --direct=0|1] [--pin] [--output-format=normal|json]
+       pagebench --source=PATH[:WEIGHT] --source=PATH[:WEIGHT]... [the flags above]   (a weighted mixture)
        pagebench --parquet=PATH_OR_GLOB --compare --runtime=S [--rounds=N] [--column=NAME] [--regimes=fits,larger,device|none] [--memory=SIZE] [--charts=DIR]
        pagebench --parquet=PATH_OR_GLOB --sweep=1/4,1/2,1,2,4 --runtime=S [--charts=DIR]
 `
@@ -31,7 +32,8 @@ const parquetUsage = `usage: pagebench --parquet=PATH_OR_GLOB [--column=NAME[,NA
 // isParquet reports whether args ask for Parquet mode.
 func isParquet(args []string) bool {
 	for _, a := range args {
-		if a == "--parquet" || a == "-parquet" || strings.HasPrefix(a, "--parquet=") || strings.HasPrefix(a, "-parquet=") {
+		if a == "--parquet" || a == "-parquet" || strings.HasPrefix(a, "--parquet=") || strings.HasPrefix(a, "-parquet=") ||
+			a == "--source" || a == "-source" || strings.HasPrefix(a, "--source=") || strings.HasPrefix(a, "-source=") {
 			return true
 		}
 	}
@@ -43,7 +45,7 @@ func isParquet(args []string) bool {
 // into it by resolve.
 type parquetFlags struct {
 	cfg                           bench.ParquetConfig
-	paths                         multi
+	paths, sources                multi
 	runtime, format               string
 	direct, ioMode                string
 	shuffle, fetch, ioengine, eng *string
@@ -58,6 +60,7 @@ func bindParquetFlags(fs *flag.FlagSet) *parquetFlags {
 	p := &parquetFlags{}
 	cfg := &p.cfg
 	fs.Var(&p.paths, "parquet", "Parquet file, directory or glob (repeatable)")
+	fs.Var(&p.sources, "source", "instead of --parquet: one dataset of a weighted mixture, PATH[:WEIGHT] (repeatable; without weights each source's rows once per epoch)")
 	fs.StringVar(&cfg.Name, "name", "parquet", "job name")
 	fs.StringVar(&cfg.Column, "column", "", "column(s) to read: a leaf or top-level name, or several separated by commas")
 	fs.StringVar(&cfg.LeadColumn, "lead-column", "", "with several columns: the column whose pages define the row spans (default: the most bytes)")
@@ -115,8 +118,18 @@ func (p *parquetFlags) resolve() error {
 	if cfg.Engine, err = bench.ParseParquetEngine(*p.eng); err != nil {
 		return fmt.Errorf("--engine: %w", err)
 	}
-	if len(p.paths) == 0 {
+	if len(p.paths) == 0 && len(p.sources) == 0 {
 		return fmt.Errorf("--parquet needs a path")
+	}
+	if len(p.paths) > 0 && len(p.sources) > 0 {
+		return fmt.Errorf("--parquet and --source: give one dataset or a mixture")
+	}
+	for _, s := range p.sources {
+		src, err := rinas.ParseSource(s)
+		if err != nil {
+			return fmt.Errorf("--source: %w", err)
+		}
+		cfg.Sources = append(cfg.Sources, src)
 	}
 	if cfg.IODepth < 1 || cfg.IODepth > 4096 {
 		return fmt.Errorf("--iodepth=%d: want 1..4096", cfg.IODepth)

@@ -13,6 +13,7 @@ import (
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/rinas"
 )
 
 func init() {
@@ -27,7 +28,11 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 	column := fs.String("column", "", "the column to print: dotted leaf path, or a top-level name with one leaf; several separated by commas print one JSON object per row (required)")
 	format := fs.String("format", "jsonl", "output format; only jsonl")
 	limit := fs.Int64("limit", -1, "print at most N rows (default all)")
-	usage := "usage: pagefeed cat FILE... --column NAME[,NAME...] [--format jsonl] [--limit N]"
+	var sources multiSource
+	fs.Var(&sources, "source", "instead of FILE: one dataset of a weighted mixture, PATH[:WEIGHT] (repeatable): rows in the mixture's order, one epoch")
+	seed := fs.Uint64("seed", 0, "with --source: the shuffle seed")
+	shuffle := fs.String("shuffle", "none", "with --source: page|row|rowgroup|stream|none (none: each source in file order)")
+	usage := "usage: pagefeed cat FILE... --column NAME[,NAME...] [--format jsonl] [--limit N]\n       pagefeed cat --source PATH[:WEIGHT]... --column NAME [--shuffle S] [--seed N] [--limit N]"
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usage)
 		fs.PrintDefaults()
@@ -35,6 +40,12 @@ func runCat(args []string, stdout, stderr io.Writer) error {
 	paths, err := parseMixed(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(sources) > 0 {
+		if len(paths) > 0 || *column == "" {
+			return fmt.Errorf("need --column and either FILE or --source, not both (%s)", usage)
+		}
+		return catMixture(sources, *column, *shuffle, *seed, *limit, stdout, stderr)
 	}
 	if len(paths) == 0 || *column == "" {
 		return fmt.Errorf("need FILE and --column (%s)", usage)
@@ -199,4 +210,59 @@ func parseMixed(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// multiSource collects repeated --source flags.
+type multiSource []rinas.Source
+
+func (m *multiSource) String() string { return fmt.Sprint(len(*m), " sources") }
+
+func (m *multiSource) Set(v string) error {
+	s, err := rinas.ParseSource(v)
+	if err != nil {
+		return err
+	}
+	*m = append(*m, s)
+	return nil
+}
+
+// catMixture prints a mixture's rows in the order a Deterministic loader
+// delivers them (one epoch), one JSON value per line.
+func catMixture(srcs []rinas.Source, column, shuffle string, seed uint64, limit int64, stdout, stderr io.Writer) error {
+	sh, err := rinas.ParseShuffle(shuffle)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	logf := func(f string, a ...any) { fmt.Fprintf(stderr, "pagefeed cat: "+f+"\n", a...) }
+	l, err := rinas.Open(ctx, rinas.Config{Sources: srcs, Columns: []string{column}, Shuffle: sh, Seed: seed, World: 1, Deterministic: true,
+		Index: index.Options{NoSidecar: true, Logf: logf}, Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	w := bufio.NewWriterSize(stdout, 1<<16)
+	var line []byte
+	for limit != 0 {
+		b, err := l.Next(ctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		for _, a := range b.Arrays {
+			for r := 0; r < a.Len() && limit != 0; r++ {
+				line = codec.AppendJSON(line[:0], a, r)
+				line = append(line, '\n')
+				if _, err := w.Write(line); err != nil {
+					b.Release()
+					return err
+				}
+				limit--
+			}
+		}
+		b.Release()
+	}
+	return w.Flush()
 }

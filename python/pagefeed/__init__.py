@@ -320,14 +320,16 @@ class Loader:
     # handlers get to run.
     _WAIT_MS = 100
 
-    def __init__(self, paths, columns=None, shuffle=None, fetch=None, batch_pages=None, batch_rows=None,
+    def __init__(self, paths=None, columns=None, shuffle=None, fetch=None, batch_pages=None, batch_rows=None,
                  buffer_rows=None, output=None, seq_len=None, eos=None, pad=None, tokens_dtype=None,
                  position_ids=False, cu_seqlens=False, loss_mask=False, seed=None, epochs=None, rank=None,
-                 world=None, memory_limit=None, skip_bad_pages=False, **config):
+                 world=None, memory_limit=None, skip_bad_pages=False, sources=None, **config):
         self._h = None
         self._slot = ctypes.c_void_p()  # the batch pf_next handed out and next() has not yet returned
         self._slotref = ctypes.byref(self._slot)
-        cfg = {"paths": _paths(paths)}
+        if (paths is None) == (sources is None):
+            raise ConfigError("pagefeed: give paths or sources (a mixture), not both or neither")
+        cfg = {"paths": _paths(paths)} if sources is None else {"sources": _sources(sources)}
         if columns is not None:
             if isinstance(columns, str):
                 columns = [columns]
@@ -447,6 +449,14 @@ class Loader:
         _lib.check(_lib.lib().pf_epoch_len(self._handle(), epoch, ctypes.byref(n)))
         return n.value
 
+    def stats(self):
+        """The loader's counters (a dict): pages, bytes, rows, batches...;
+        for a mixture, "Sources": one dict per source with its name, rows,
+        tokens, epochs begun and bytes read."""
+        out = ctypes.c_void_p()
+        _lib.check(_lib.lib().pf_stats(self._handle(), ctypes.byref(out)))
+        return json.loads(_lib.take_bytes(out))
+
     def _state_bytes(self, compact=False):
         self._unread()
         out = ctypes.c_void_p()
@@ -503,6 +513,28 @@ class Loader:
 
     def __reduce_ex__(self, protocol):
         raise TypeError("pagefeed.Loader cannot be pickled: pickle its state_dict() and resume from it")
+
+
+def _sources(sources):
+    """A mixture's sources: a list of dicts {"paths", "name", "weight" |
+    "repeat" | "choose", "columns"}; the library checks the values and
+    names the source that is wrong."""
+    if isinstance(sources, (str, bytes, dict)) or not hasattr(sources, "__iter__"):
+        raise ConfigError("pagefeed: sources=%r: want a list of dicts" % (sources,))
+    out = []
+    for i, s in enumerate(sources):
+        if not isinstance(s, dict):
+            raise ConfigError("pagefeed: sources[%d]=%r: want a dict with \"paths\"" % (i, s))
+        d = dict(s)
+        if "paths" not in d:
+            raise ConfigError("pagefeed: sources[%d]: no \"paths\"" % i)
+        d["paths"] = _paths(d["paths"])
+        if isinstance(d.get("columns"), str):
+            d["columns"] = [d["columns"]]
+        out.append(d)
+    if not out:
+        raise ConfigError("pagefeed: sources: want at least one source")
+    return out
 
 
 def _paths(paths):

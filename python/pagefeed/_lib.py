@@ -149,6 +149,7 @@ def lib():
                 ("pf_free", None, [ctypes.c_void_p]),
                 ("pf_len", c_int, [i64, pi64]),
                 ("pf_epoch_len", c_int, [i64, i64, pi64]),
+                ("pf_stats", c_int, [i64, pp_char]),
                 ("pf_close", c_int, [i64]),
             ]:
                 f = getattr(l, name)

@@ -163,7 +163,7 @@ class PagefeedDataset(torch.utils.data.IterableDataset):
     "rank", "world" (the worker's shard), "state"}.
     """
 
-    def __init__(self, paths, **kwargs):
+    def __init__(self, paths=None, **kwargs):
         super().__init__()
         self._paths = paths
         self._kw = kwargs

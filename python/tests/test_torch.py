@@ -293,3 +293,16 @@ def test_torchrun_workers_lose_little(torchrun_workers):
     1,000 rows each: fewer pages than shards)."""
     ids = sum((r["ids"] for r in torchrun_workers), [])
     assert len(ids) >= ROWS - 4 * 2 * 50, "%d of %d rows delivered" % (len(ids), ROWS)
+
+
+def test_torchrun_mixture(corpus, corpus_zstd, tmp_path):
+    """A two-source mixture (0.7/0.3) under torchrun, two launchers of two
+    ranks: every rank takes the steps len(ds) said, the same on every
+    rank, and after every batch each source is within one row of its
+    share on every rank."""
+    res = [r["mix"] for r in torchrun(corpus + "," + corpus_zstd, tmp_path, "mix")]
+    assert sorted(r["rank"] for r in res) == [0, 1, 2, 3]
+    assert len({r["steps"] for r in res}) == 1 and all(r["steps"] == r["len"] == r["lsteps"] > 0 for r in res), res
+    assert all(r["worst"] < 1 for r in res), res
+    # the epoch (the sum of both, 12,000 rows) over 4 ranks of 50-row batches
+    assert res[0]["steps"] == 2 * ROWS // (4 * 50)

@@ -33,10 +33,7 @@ COLUMNS = {"tokens": ["id", "input_ids", "text", "score"], "images": ["id", "ima
 
 # name -> (reason, exception): cases that fail today (the Go zoo tests
 # keep the same to-do list). strict: a case that passes fails the run.
-XFAIL = {
-    "hyparquet-images": ("sizing: 1 MB pages of images refused at the default memory limit", MemoryError),
-    "mix-tokens": ("sizing: polars' 1 MB pages refused at the default memory limit", MemoryError),
-}
+XFAIL = {}
 
 
 @pytest.fixture(scope="session")

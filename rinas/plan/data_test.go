@@ -19,6 +19,8 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	    the space and epoch the next commands use; prints the totals
 //	plan world=W kind=rows|units|tokens batch=B policy=drop|pad|keep
 //	    every rank's share: spans, steps, and the pieces at its ends
+//	blend weights=W,... take=N,...
+//	    the rows each source of a mixture gives to batches of N rows
 //	rest world=W kind=… batch=B policy=…
 //	    input: one line a rank, "spans=LO-HI,… done=X [taken=LO-HI,…] pending=N";
 //	    prints what Reshard leaves and every new rank's share of it
@@ -198,7 +200,7 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 			if err != nil {
 				return err.Error()
 			}
-			fmt.Fprintf(&out, "rank %d: %v steps %d%s%s\n", r, sh.Spans, sh.Steps, map[bool]string{true: " forced"}[sh.Force], ends(e, sh.Spans))
+			fmt.Fprintf(&out, "rank %d: %v steps %d%s%s%s\n", r, sh.Spans, sh.Steps, map[bool]string{true: " forced"}[sh.Force], ends(e, sh), batchEndsOf(sh))
 			if r == p.World-1 {
 				fmt.Fprintf(&out, "dropped %v padded %v", sh.Dropped, sh.Padded)
 			}
@@ -219,25 +221,58 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 		fmt.Fprintf(&out, "rest %v pending %d\n", rest.Spans, rest.Pending)
 		for r := 0; r < p.World; r++ {
 			p.Rank = r
-			sh, err := rest.Share(p, e.Space().Total(), 1)
+			sh, err := e.RestShare(rest, p, 1)
 			if err != nil {
 				return err.Error()
 			}
-			fmt.Fprintf(&out, "rank %d: %v pending %d steps %d\n", r, sh.Spans, sh.Pending, sh.Steps)
+			fmt.Fprintf(&out, "rank %d: %v pending %d steps %d%s\n", r, sh.Spans, sh.Pending, sh.Steps, batchEndsOf(sh))
 		}
 		sh, _ := rest.Share(p, e.Space().Total(), 1)
 		fmt.Fprintf(&out, "dropped %v pending %d", sh.Dropped, sh.DroppedPending)
+	case "blend":
+		// blend weights=W,... take=N,N,...: the rows each source gives
+		// to batches of N rows, and the counters after each.
+		var ws []float64
+		for _, f := range strings.Split(m["weights"], ",") {
+			w, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatalf("weight %q: %v", f, err)
+			}
+			ws = append(ws, w)
+		}
+		b, err := NewBlend(ws)
+		if err != nil {
+			return err.Error()
+		}
+		for _, n := range list(t, m["take"]) {
+			counts := make([]uint64, len(ws))
+			b.Take(uint64(n), counts)
+			fmt.Fprintf(&out, "take %d: %v given %v\n", n, counts, b.Given())
+		}
 	default:
 		t.Fatalf("unknown command %q", cmd)
 	}
 	return out.String()
 }
 
-// ends describes the pieces at a share's ends: their position, unit and
-// rows kept, where they are cut.
-func ends(e *Epoch, spans []Span) string {
+// batchEndsOf lists where a share's batches end (batches of units that
+// count rows), up to 8 of them.
+func batchEndsOf(sh Share) string {
+	switch {
+	case sh.Ends == nil:
+		return ""
+	case len(sh.Ends) > 8:
+		return fmt.Sprintf(", batches end %v … %d", sh.Ends[:8], sh.Ends[len(sh.Ends)-1])
+	}
+	return fmt.Sprintf(", batches end %v", sh.Ends)
+}
+
+// ends describes the pieces at a share's ends (cut at its batches'
+// ends): their position, unit and rows kept, where they are cut.
+func ends(e *Epoch, sh Share) string {
 	var ps []Piece
-	w := e.Walk(spans, Start(spans))
+	w := e.Walk(sh.Spans, Start(sh.Spans))
+	w.Cut(sh.Ends)
 	for p, ok := w.Next(); ok; p, ok = w.Next() {
 		ps = append(ps, p)
 	}

@@ -1,0 +1,89 @@
+"""Weighted mixtures of datasets: Loader(sources=[...]) and
+PagefeedDataset(sources=[...]) through the C ABI's config JSON, and
+stats() per source."""
+
+import pytest
+
+import pagefeed
+from pagefeed import ConfigError
+from pagefeed.torch import PagefeedDataset
+
+from conftest import ROWS
+
+
+def sources(a, b, wa=0.7, wb=0.3):
+    return [{"paths": [a], "weight": wa, "name": "a"}, {"paths": [b], "weight": wb, "name": "b"}]
+
+
+def test_mixture_proportions_every_batch(corpus, corpus_zstd):
+    """After every batch each source's rows are within the blend's bound
+    of its share (two sources: under one row either way), and stats()
+    counts them per source."""
+    with pagefeed.Loader(sources=sources(corpus, corpus_zstd), columns=["id"], batch_rows=64, seed=3) as l:
+        n = len(l)
+        steps = 0
+        for b in l:
+            assert len(b.columns["id"]) == 64 or steps == n - 1
+            b.release()
+            steps += 1
+            s = l.stats()["Sources"]
+            tot = s[0]["Rows"] + s[1]["Rows"]
+            assert abs(s[0]["Rows"] - 0.7 * tot) < 1 and abs(s[1]["Rows"] - 0.3 * tot) < 1, s
+        assert steps == n
+        s = l.stats()["Sources"]
+        assert [x["Name"] for x in s] == ["a", "b"] and all(x["DiskBytes"] > 0 and x["Epochs"] >= 1 for x in s)
+        # the default epoch: the sum of the sources; source b (0.3 of
+        # 12,000 rows) needs 3,600 of its 6,000: subsampled, no repeats
+        assert s[0]["Rows"] + s[1]["Rows"] == 2 * ROWS
+
+
+def test_mixture_defaults_each_row_once(corpus, corpus_zstd):
+    """Sources with paths only: each source's rows once per epoch."""
+    srcs = [{"paths": [corpus]}, {"paths": [corpus_zstd]}]
+    with pagefeed.Loader(sources=srcs, columns=["id"]) as l:
+        ids = []
+        for b in l:
+            ids.extend(b.columns["id"].tolist())
+            b.release()
+    assert sorted(ids) == sorted(list(range(ROWS)) * 2)
+
+
+def test_mixture_resume(corpus, corpus_zstd):
+    """state_dict() after some batches, load_state_dict() in a new loader:
+    the rest of the epoch is what the uninterrupted run delivers."""
+    kw = dict(sources=sources(corpus, corpus_zstd), columns=["id"], batch_rows=100, seed=9, deterministic=True)
+    with pagefeed.Loader(**kw) as l:
+        all_ = [b.columns["id"].tolist() for b in l]
+    with pagefeed.Loader(**kw) as l:
+        for _ in range(7):
+            next(l).release()
+        st = l.state_dict()
+    with pagefeed.Loader(**kw) as l:
+        l.load_state_dict(st)
+        rest = [b.columns["id"].tolist() for b in l]
+    assert rest == all_[7:]
+
+
+@pytest.mark.parametrize("srcs,msg", [
+    ([{"paths": ["x"], "weight": 0}, {"paths": ["y"], "weight": 0}], "all 2 sources are zero"),
+    ([{"paths": ["x"], "weight": 1}, {"paths": ["y"]}], "give every source a weight"),
+    ([{"paths": ["x"], "weight": -1, "name": "neg"}], 'source "neg": weight -1'),
+    ([{"paths": ["x"], "weight": 1, "choose": 5, "name": "c"}], 'source "c" sets weight with repeat or choose'),
+    ([{"name": "e"}], "no \"paths\""),
+])
+def test_mixture_bad_sources(srcs, msg):
+    with pytest.raises(ConfigError, match=msg):
+        pagefeed.Loader(sources=srcs, columns=["id"])
+
+
+def test_mixture_paths_and_sources():
+    with pytest.raises(ConfigError, match="paths or sources"):
+        pagefeed.Loader(["x"], sources=[{"paths": ["y"]}])
+
+
+def test_dataset_mixture(corpus, corpus_zstd):
+    """PagefeedDataset(sources=...) yields len(ds) batches."""
+    ds = PagefeedDataset(sources=sources(corpus, corpus_zstd), columns=["id"], batch_rows=64, seed=1, world=1)
+    n = len(ds)
+    got = sum(1 for _ in ds)
+    assert got == n > 0
