@@ -122,6 +122,16 @@ type mixture struct {
 		toks  []int64
 		rows  []int64
 	}
+	// The batch the last Next returned, what Unread needs to give it
+	// back: the sources' batches it holds (arrow output) or its token
+	// matrix, and each touched source's State from before it. Next drops
+	// it (the batch owns them until then), so keeping it costs nothing.
+	back struct {
+		b    *Batch
+		got  [][]*Batch
+		snap []*State
+		tb   *tokenBuf
+	}
 	// The token matrices (tokens output): parked in tokBufs, given back
 	// by Batch.Release from any goroutine; once closed, one given back is
 	// unmapped instead.
@@ -501,6 +511,7 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
+	m.back.b, m.back.got, m.back.snap, m.back.tb = nil, nil, nil, nil
 	w := &m.wip
 	if !w.on {
 		if m.finished {
@@ -597,6 +608,7 @@ func (m *mixture) copyRow(i int, b *Batch) {
 func (m *mixture) finish() *Batch {
 	w := &m.wip
 	b := &Batch{Epoch: m.epoch, SeqLen: m.cfg.SeqLen, SourceRows: make([]int, len(m.srcs))}
+	m.back.b, m.back.got, m.back.snap, m.back.tb = b, w.got, w.snap, w.tb
 	if tb := w.tb; tb != nil {
 		n := w.row * m.cfg.SeqLen
 		if tb.tokens != nil {
@@ -647,6 +659,37 @@ func (m *mixture) finish() *Batch {
 	m.nbatch++
 	m.nrows += int64(b.Rows)
 	return b
+}
+
+// unread gives back b, the batch the last next returned (Loader.Unread):
+// the batch becomes again the one being assembled, complete, with the
+// blend's counters and each touched source's State from before it, so
+// that State reports it as not delivered and the next call returns its
+// rows again (the same source batches, or the same token matrix) without
+// asking the sources for any.
+func (m *mixture) unread(b *Batch) error {
+	k := &m.back
+	if b == nil || k.b != b || !b.released.CompareAndSwap(false, true) {
+		return ErrUnread
+	}
+	// The arrays b retained; b.free (the source batches, or the token
+	// matrix back to the pool) is not called: the wip keeps them.
+	for _, c := range b.Columns {
+		for _, a := range c.Arrays {
+			a.Release()
+		}
+	}
+	w := &m.wip
+	w.on, w.got, w.snap, w.tb = true, k.got, k.snap, k.tb
+	for i := range m.srcs {
+		m.rows[i] -= w.rows[i]
+		m.toks[i] -= w.toks[i]
+	}
+	m.batches--
+	m.nbatch--
+	m.nrows -= int64(b.Rows)
+	k.b, k.got, k.snap, k.tb = nil, nil, nil, nil
+	return nil
 }
 
 // state returns the mixture's checkpoint after the last batch Next
