@@ -47,12 +47,17 @@ type MixState struct {
 	// Units is the epoch's rows for the whole world (tokens output: rows
 	// of the token matrix) and BatchRows the batch, so that Reshard can
 	// count the rest of the epoch.
-	Units     uint64        `json:"units"`
-	BatchRows int           `json:"batch_rows"`
-	EpochEnd  bool          `json:"epoch_end,omitempty"`
-	Shares    []float64     `json:"shares"`
-	Given     []uint64      `json:"given"`
-	Sources   []SourceState `json:"sources"`
+	Units     uint64 `json:"units"`
+	BatchRows int    `json:"batch_rows"`
+	// Rest, when Reshard dealt the epoch to this world, is the rows of
+	// the epoch the old world left (tokens output: rows of the token
+	// matrix): this world's epoch is that remainder, in steps of its own,
+	// and Batches counts the batches delivered in it. 0: the whole epoch.
+	Rest     uint64        `json:"rest,omitempty"`
+	EpochEnd bool          `json:"epoch_end,omitempty"`
+	Shares   []float64     `json:"shares"`
+	Given    []uint64      `json:"given"`
+	Sources  []SourceState `json:"sources"`
 }
 
 // SourceState is one source's progress in a MixState.
@@ -90,6 +95,7 @@ type mixture struct {
 	srcs  []*Loader
 	blend *plan.Blend
 	units uint64 // the epoch, for the whole world: rows (tokens output: rows of the token matrix)
+	rest  uint64 // the resharded remainder of the current epoch, in the same units (0: none)
 	cols  []string
 	eng   *engine.Engine
 	// engOpts are the engine's options (its slots count against
@@ -328,7 +334,7 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 	if m.blend, err = plan.NewBlend(ws); err != nil {
 		return nil, fmt.Errorf("%w: sources %q: %w", ErrConfig, names, err)
 	}
-	if m.steps() == 0 {
+	if m.stepsOf(m.units) == 0 {
 		return nil, fmt.Errorf("%w: the mixture's epoch of %d rows does not fill one batch of %d rows on each of %d ranks (set EpochSize)",
 			ErrConfig, size, cfg.BatchRows, cfg.World)
 	}
@@ -482,17 +488,29 @@ func (m *mixture) engineBytes() int64 {
 	return int64(o.SlotSize) * int64(o.SlotsPerWorker) * int64(max(o.Workers, 1))
 }
 
-// steps is the batches every rank takes in a mixture epoch: the epoch's
-// rows dealt out as Config's equal-steps policy says.
-func (m *mixture) steps() uint64 {
+// epochUnits is the current epoch's rows for the whole world: the
+// remainder Reshard dealt to this world, or the whole epoch.
+func (m *mixture) epochUnits() uint64 {
+	if m.rest > 0 {
+		return m.rest
+	}
+	return m.units
+}
+
+// steps is the batches every rank takes in the current mixture epoch.
+func (m *mixture) steps() uint64 { return m.stepsOf(m.epochUnits()) }
+
+// stepsOf is the batches every rank takes in an epoch of n rows: the rows
+// dealt out as Config's equal-steps policy says.
+func (m *mixture) stepsOf(n uint64) uint64 {
 	w, b := uint64(m.cfg.World), uint64(m.cfg.BatchRows)
 	switch {
 	case m.cfg.PadLast:
-		return (m.units + w*b - 1) / (w * b)
+		return (n + w*b - 1) / (w * b)
 	case m.cfg.KeepUneven:
-		return (plan.Split(m.units, m.cfg.World, m.cfg.Rank) + b - 1) / b
+		return (plan.Split(n, m.cfg.World, m.cfg.Rank) + b - 1) / b
 	}
-	return m.units / (w * b)
+	return n / (w * b)
 }
 
 // batchRows is the rows of the mixture epoch's batch k (the last one short
@@ -500,7 +518,7 @@ func (m *mixture) steps() uint64 {
 func (m *mixture) batchRows(k uint64) uint64 {
 	b := uint64(m.cfg.BatchRows)
 	if m.cfg.KeepUneven {
-		if own := plan.Split(m.units, m.cfg.World, m.cfg.Rank); (k+1)*b > own {
+		if own := plan.Split(m.epochUnits(), m.cfg.World, m.cfg.Rank); (k+1)*b > own {
 			return own - k*b
 		}
 	}
@@ -523,7 +541,7 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 				return nil, io.EOF
 			}
 			m.epoch++
-			m.batches = 0
+			m.batches, m.rest = 0, 0
 		}
 		n := m.batchRows(m.batches)
 		w.on = true
@@ -696,7 +714,7 @@ func (m *mixture) unread(b *Batch) error {
 // returned.
 func (m *mixture) state() *State {
 	s := &State{Version: stateVersion, Output: m.cfg.Output.String(), Seed: m.cfg.Seed, Epoch: m.epoch, Rank: m.cfg.Rank, World: m.cfg.World}
-	ms := &MixState{Epoch: m.epoch, Batches: m.batches, Units: m.units, BatchRows: m.cfg.BatchRows, EpochEnd: m.finished, Given: m.blend.Given()}
+	ms := &MixState{Epoch: m.epoch, Batches: m.batches, Units: m.units, Rest: m.rest, BatchRows: m.cfg.BatchRows, EpochEnd: m.finished, Given: m.blend.Given()}
 	if m.wip.on {
 		ms.Given = slices.Clone(m.wip.given)
 	}
@@ -732,6 +750,8 @@ func (m *mixture) checkResume(s *State) (*MixState, error) {
 		return nil, stateErr("rank", "rank %d of %d, this loader is rank %d of %d (Reshard deals a state to another world)", s.Rank, s.World, m.cfg.Rank, m.cfg.World)
 	case len(s.Mix.Given) != len(s.Mix.Sources) || len(s.Mix.Shares) != len(s.Mix.Sources):
 		return nil, stateErr("mix", "%d counters and %d shares for %d sources", len(s.Mix.Given), len(s.Mix.Shares), len(s.Mix.Sources))
+	case s.Mix.Rest > s.Mix.Units:
+		return nil, stateErr("mix", "a remainder of %d rows in an epoch of %d", s.Mix.Rest, s.Mix.Units)
 	case s.Mix.Epoch < m.cfg.Epoch || s.Mix.Epoch >= m.cfg.Epoch+uint64(m.cfg.Epochs):
 		return nil, stateErr("epoch", "%d, this loader runs epochs %d..%d", s.Mix.Epoch, m.cfg.Epoch, m.cfg.Epoch+uint64(m.cfg.Epochs)-1)
 	}
@@ -748,7 +768,7 @@ func (m *mixture) checkResume(s *State) (*MixState, error) {
 // (weights changed, a source added or removed) they restart from here,
 // and each source still continues where it was.
 func (m *mixture) resume(rs *MixState) error {
-	m.epoch, m.batches = rs.Epoch, rs.Batches
+	m.epoch, m.batches, m.rest = rs.Epoch, rs.Batches, rs.Rest
 	same := len(rs.Sources) == len(m.names)
 	for i := 0; same && i < len(m.names); i++ {
 		same = rs.Sources[i].Name == m.names[i] && math.Abs(rs.Shares[i]-m.blend.Share(i)) < 1e-12
@@ -829,9 +849,9 @@ func (m *mixture) close() error {
 
 // reshardMix is Reshard over a mixture's states: each source's states are
 // resharded as one dataset's are, the blend's counters (the same on every
-// rank) carry on, and the batches delivered count so that the new world
-// takes the rest of the mixture epoch: the rows the old world had still to
-// deliver, in equal steps.
+// rank) carry on, and the new world's epoch is the rest of the mixture
+// epoch (MixState.Rest): the rows the old world had still to deliver, in
+// steps of the new world's own (Len counts them, the same on every rank).
 func reshardMix(states []*State, world int) ([]*State, error) {
 	s0 := states[0]
 	if world < 1 || world > maxWorld || len(states) != s0.World {
@@ -852,16 +872,26 @@ func reshardMix(states []*State, world int) ([]*State, error) {
 	out := make([]*State, world)
 	// What the old world delivered, and the new world's steps of the rest.
 	b := uint64(max(m0.BatchRows, 1))
+	epoch := m0.Units // the old world's epoch: the whole, or a remainder of it
+	if m0.Rest > 0 {
+		epoch = m0.Rest
+	}
 	var done uint64 // the rows every old rank delivered
 	for _, s := range byRank {
+		if s.Mix.Rest != m0.Rest {
+			return nil, fmt.Errorf("%w: mixture states of different remainders of an epoch", ErrState)
+		}
 		done += s.Mix.Batches * b
 	}
-	done = min(done, m0.Units)
-	steps := m0.Units / (uint64(world) * b)
-	left := (m0.Units - done) / (uint64(world) * b)
+	done = min(done, epoch)
+	// A remainder of no rows is the end of the epoch.
+	rest, end := epoch-done, m0.EpochEnd || done == epoch
+	if end {
+		rest = 0
+	}
 	for r := range out {
 		out[r] = &State{Version: stateVersion, Output: s0.Output, Seed: s0.Seed, Epoch: s0.Epoch, Rank: r, World: world,
-			Mix: &MixState{Epoch: m0.Epoch, Batches: steps - min(left, steps), Units: m0.Units, BatchRows: m0.BatchRows, EpochEnd: m0.EpochEnd,
+			Mix: &MixState{Epoch: m0.Epoch, Units: m0.Units, Rest: rest, BatchRows: m0.BatchRows, EpochEnd: end,
 				Shares: slices.Clone(m0.Shares), Given: slices.Clone(m0.Given)}}
 	}
 	for k, ss := range m0.Sources {

@@ -172,3 +172,90 @@ func TestMixtureUnreadBeforeState(t *testing.T) {
 		}
 	}
 }
+
+// TestMixtureReshardLen: after Reshard, a mixture's Len is the steps of
+// the remainder the new world takes (the same on every rank), as for one
+// dataset, and a State taken within that remainder keeps it: resharded
+// again, Len is the rest of the rest. The next epoch counts whole. No row
+// of any source comes twice within the epoch over the three worlds.
+func TestMixtureReshardLen(t *testing.T) {
+	names := []string{"web", "code", "math"}
+	seen := make([]map[int64]int, 3)
+	for i := range seen {
+		seen[i] = map[int64]int{}
+	}
+	cfgOf := func(world, rank int) Config {
+		cfg := mixConfig(t, names, nil)
+		cfg.World, cfg.Rank, cfg.BatchRows, cfg.EpochSize, cfg.Epochs = world, rank, 40, 2800, 2
+		return cfg
+	}
+	// run reads stop batches of epoch 0 (stop < 0: all of it), checks Len,
+	// and returns the State after the last.
+	run := func(world, rank, stop int, resume *State, wantLen int) *State {
+		cfg := cfgOf(world, rank)
+		cfg.Resume = resume
+		l := openT(t, cfg)
+		defer l.Close()
+		if l.Len() != wantLen {
+			t.Fatalf("world %d rank %d: Len %d at Open, want %d", world, rank, l.Len(), wantLen)
+		}
+		n := 0
+		for stop < 0 || n < stop {
+			b, err := l.Next(context.Background())
+			if err != nil {
+				t.Fatalf("world %d rank %d: %v", world, rank, err)
+			}
+			if b.Epoch != 0 {
+				if stop >= 0 {
+					t.Fatalf("world %d rank %d: epoch 0 ended after %d batches", world, rank, n)
+				}
+				// The next epoch counts whole.
+				if full := int(2800 / (world * 40)); l.Len() != full {
+					t.Fatalf("world %d rank %d: Len %d in epoch 1, want %d", world, rank, l.Len(), full)
+				}
+				b.Release()
+				break
+			}
+			for i, ids := range splitMix(t, b, 3) {
+				for _, id := range ids {
+					if seen[i][id]++; seen[i][id] > 1 {
+						t.Fatalf("source %s: row %d delivered twice in epoch 0", names[i], id)
+					}
+				}
+			}
+			b.Release()
+			n++
+		}
+		if stop < 0 && n != wantLen {
+			t.Fatalf("world %d rank %d: %d batches in the epoch, Len %d", world, rank, n, wantLen)
+		}
+		return l.State()
+	}
+	var states []*State
+	for r := 0; r < 4; r++ {
+		states = append(states, run(4, r, 3+r, nil, 2800/(4*40)))
+	}
+	// The old world delivered 3+4+5+6 = 18 batches of 40 rows: 2080 rows
+	// left, 17 steps of 3 × 40.
+	next, err := Reshard(states, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states = states[:0]
+	for r := 0; r < 3; r++ {
+		states = append(states, run(3, r, 5, next[r], 2080/(3*40)))
+	}
+	// A resumed State keeps the remainder's Len.
+	cfg := cfgOf(3, 1)
+	cfg.Resume = states[1]
+	if l := openT(t, cfg); l.Len() != 2080/(3*40) {
+		t.Fatalf("resumed within the remainder: Len %d, want %d", l.Len(), 2080/(3*40))
+	}
+	// Resharded again: 2080 − 15 × 40 = 1480 rows left, 18 steps of 2 × 40.
+	if next, err = Reshard(states, 2); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < 2; r++ {
+		run(2, r, -1, next[r], 1480/(2*40))
+	}
+}

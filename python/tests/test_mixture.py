@@ -123,3 +123,21 @@ def test_mixture_sigint_then_checkpoint_resumes_every_row(corpus):
     assert r.returncode == 0, r.stderr[-4000:]
     out = json.loads(r.stdout)
     assert out["checked"] > 50 and out["pending"] > 0 and out["bad"] == 0, out
+
+
+def test_mixture_len_after_reshard(corpus, corpus_zstd):
+    """A resharded mixture's len() is the steps its remainder takes, the
+    same on every new rank, as for one dataset."""
+    kw = dict(sources=sources(corpus, corpus_zstd), columns=["id"], batch_rows=50, seed=2)
+    heads = []
+    for r in range(4):
+        with pagefeed.Loader(rank=r, world=4, **kw) as l:
+            assert len(l) == 2 * ROWS // (4 * 50)
+            for _ in range(3 + r):
+                next(l).release()
+            heads.append(l.state_dict())
+    left = 2 * ROWS - (3 + 4 + 5 + 6) * 50
+    for r, st in enumerate(pagefeed.reshard(heads, 3)):
+        with pagefeed.Loader(rank=r, world=3, resume=st, **kw) as l:
+            n = len(l)
+            assert n == left // (3 * 50) == sum(1 for b in l if not b.release())
