@@ -527,20 +527,23 @@ func buildIndex(ctx context.Context, cfg ParquetConfig, files []string, res *Par
 }
 
 // baselinePlan returns the loader's own page plan of epoch
-// (rinas.PlanPages) for a baseline: cfg's shuffle, seed, rank, world and
+// (rinas.PlanPagesRows) for a baseline: cfg's shuffle, seed, rank, world and
 // equal-steps policy over ix's units, the column's pages or under the
 // rowgroup shuffle its row groups (unitPages). It is the plan of page
 // batches also where cfg asks for row batches, whose end by row counts
 // the baselines do not reproduce; the row shuffle, whose units are rows,
 // has none (ErrBadOption).
 func baselinePlan(cfg *ParquetConfig, ix *index.Index, epoch uint64) (rinas.PagePlan, error) {
-	n := uint64(ix.NumPages(0))
+	rows := ix.PageRows(0)
 	if cfg.Shuffle == rinas.ShuffleRowGroup {
-		n = uint64(ix.NumChunks())
+		rows = make([]int32, ix.NumChunks())
+		for c := range rows {
+			rows[c] = int32(ix.Chunk(0, c).NumRows)
+		}
 	}
 	rc := rinas.Config{Shuffle: cfg.Shuffle, Seed: cfg.Seed, Rank: cfg.Rank, World: cfg.World,
 		DropLast: cfg.DropLast, PadLast: cfg.PadLast, KeepUneven: cfg.KeepUneven}
-	p, err := rinas.PlanPages(rc, n, epoch)
+	p, err := rinas.PlanPagesRows(rc, rows, epoch)
 	if err != nil {
 		return p, &Error{Op: "parquet", Off: -1, Err: fmt.Errorf("%w: the %s baseline reads the loader's page plan: %v", ErrBadOption, baselineName(cfg), err)}
 	}

@@ -50,10 +50,10 @@ type batchRecord struct {
 	tailTok int
 }
 
-// reset empties r, releasing the rows it holds.
-func (r *batchRecord) reset() {
+// reset empties r, releasing the rows it holds (their pages are rs's).
+func (r *batchRecord) reset(rs *rowStream) {
 	for _, it := range r.rows {
-		it.release()
+		rs.unpin(it.pg)
 	}
 	clear(r.rows)
 	*r = batchRecord{rows: r.rows[:0]}
@@ -62,7 +62,7 @@ func (r *batchRecord) reset() {
 // begin starts a Next: the batch the previous one returned can no longer
 // be given back, and its rows are released.
 func (l *Loader) begin() {
-	l.last.reset()
+	l.last.reset(&l.rows)
 }
 
 // commit makes b, cut with the record l.work, the last batch returned.

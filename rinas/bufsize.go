@@ -1,9 +1,6 @@
 package rinas
 
-import (
-	"math"
-	"unsafe"
-)
+import "math"
 
 // defaultBufferPages is the default shuffle buffer's size in pages: it
 // holds about the rows of this many pages of mean row count. A batch is
@@ -19,10 +16,13 @@ import (
 // with 256. The first batch of an epoch waits for these pages to land.
 const defaultBufferPages = 256
 
-// bufferRowOverhead is the bookkeeping of one buffered row, its rowItem,
-// allocated for the buffer's whole capacity at the start of every epoch
-// (and its reference in the buffer's order, at most as large again).
-const bufferRowOverhead = 2 * int64(unsafe.Sizeof(rowItem{}))
+// bufferRowOverhead is what the bookkeeping of one buffered row is
+// counted at: its rowItem in the buffer and once more in the row queue
+// or a batch record, and at most its page's rowPage (a page of one
+// row). It is a fixed number above that sum (TestBufferRowOverhead), so
+// that the default buffer, and the order it gives, do not move with the
+// structs' layout.
+const bufferRowOverhead = 160
 
 // Shares of Config.MemoryLimit the default buffer may take: at most
 // 1/bufferLimitShare of the limit (256 MiB of the default 1 GiB), and at

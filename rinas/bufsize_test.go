@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDefaultBufferRows checks the shuffle buffer's default policy on
@@ -301,7 +302,9 @@ func refsOf(t *testing.T, l *Loader, max int) ([]RowRef, []*State) {
 // input_ids) per iteration in row batches of 64 at the loader's
 // defaults ("default": the default shuffle buffer) and with the buffer
 // off ("off": BufferRows -1), nothing else set. Run it with -count N so
-// the two alternate, and compare their rows/s as a ratio.
+// the two alternate, and compare their rows/s as a ratio; cpu-ns/row is
+// the process's CPU time (every goroutine's: decode included) over the
+// epochs' rows.
 func BenchmarkDefaultBuffer(b *testing.B) {
 	dir := os.Getenv("PAGEFEED_BUFFER_BENCH")
 	if dir == "" {
@@ -320,6 +323,7 @@ func BenchmarkDefaultBuffer(b *testing.B) {
 			cfg.BatchRows, cfg.BufferRows, cfg.World = 64, side.buffer, 1
 			b.ReportAllocs()
 			var rows int64
+			var cpu time.Duration // the process's, all goroutines'
 			buffer := 0
 			for i := 0; i < b.N; i++ {
 				// Open (index, engine slots) is not timed: rows/s is the
@@ -332,7 +336,9 @@ func BenchmarkDefaultBuffer(b *testing.B) {
 				}
 				buffer = l.BufferRows()
 				b.StartTimer()
+				cpu0 := cpuTime()
 				eachBatch(b, l, func(bt *Batch) { bt.Release() })
+				cpu += cpuTime() - cpu0
 				b.StopTimer()
 				rows += l.Stats().Rows
 				l.Close()
@@ -340,6 +346,9 @@ func BenchmarkDefaultBuffer(b *testing.B) {
 			}
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(float64(buffer), "buffer-rows")
+			if cpu > 0 && rows > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(rows), "cpu-ns/row")
+			}
 		})
 	}
 }

@@ -206,22 +206,26 @@ type Config struct {
 	// ⌊rows/(World·BatchRows)⌋ (tokens output: of estimated tokens, of
 	// BatchRows·SeqLen each), and leaves out the rest of the stream, fewer
 	// than World·BatchRows rows; page batches give every rank
-	// ⌊units/World⌋ whole units (fewer than World left out).
-	// Stats.DroppedRows counts this rank's part of what is left out, and
-	// Open logs it. A world that would leave a rank without data — fewer
-	// rows than one batch on every rank (which is also when DropLast would
-	// leave out more than half of them), or fewer units than ranks with
-	// page batches — fails at Open with ErrConfig.
+	// ⌊rows/World⌋ rows (fewer than World left out) and the same steps
+	// (see Loader.Len), or, where some page's rows are unknown (no
+	// offset index), ⌊units/World⌋ whole pages (fewer than World left
+	// out). Stats.DroppedRows counts this rank's part of what is left
+	// out, and Open logs it. A world that would leave a rank without data
+	// — fewer rows than one batch on every rank (which is also when
+	// DropLast would leave out more than half of them), fewer rows than
+	// ranks with page batches, or fewer pages than ranks where their rows
+	// are unknown — fails at Open with ErrConfig.
 	//
 	// PadLast instead repeats the start of the stream, as PyTorch's
 	// DistributedSampler pads: every rank gets as many full batches as
-	// ⌈rows/(World·BatchRows)⌉ (page batches: ⌈units/World⌉ units),
-	// fewer than World·BatchRows rows repeated. Stats.PaddedRows counts the
+	// ⌈rows/(World·BatchRows)⌉ (page batches: ⌈rows/World⌉ rows, or
+	// ⌈units/World⌉ whole pages), fewer than World·BatchRows rows (page
+	// batches: World rows, or pages) repeated. Stats.PaddedRows counts the
 	// repeats this rank delivers.
 	//
 	// KeepUneven delivers every row exactly once, in ranges that differ by
-	// at most one row (one unit with page batches): ranks may take
-	// different numbers of steps, by at most one.
+	// at most one row (one unit with page batches of unknown rows): ranks
+	// may take different numbers of steps, by at most one.
 	//
 	// Equal steps hold for every epoch, resumed ones included, and for the
 	// rest of an epoch that Reshard dealt to another world. A unit

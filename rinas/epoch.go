@@ -145,8 +145,17 @@ func (l *Loader) State() *State {
 // this rank (Open's first epoch until Next moves on). It is exact, known
 // at Open, and the same on every rank unless KeepUneven is set (then
 // ranks differ by at most one):
-//   - page batches: ⌈units/BatchPages⌉ of the rank's units, every rank
-//     taking ⌊units/World⌋ (DropLast) or ⌈units/World⌉ (PadLast) units;
+//   - page batches over pages (or row groups) whose rows are all known
+//     (an offset index; row groups always): ranks share rows, every rank
+//     ⌊rows/World⌋ (DropLast) or ⌈rows/World⌉ (PadLast), a page at a
+//     rank's boundary read by both ranks, each keeping its rows; every
+//     rank takes the largest ⌈pieces/BatchPages⌉ over the ranks, and a
+//     rank with fewer pieces spreads them over as many batches (cutting
+//     a page at a row where it has fewer pieces than batches: package
+//     plan states the rule);
+//   - page batches over pages of unknown rows, and of the row shuffle:
+//     ⌈units/BatchPages⌉ of the rank's units, every rank taking
+//     ⌊units/World⌋ (DropLast) or ⌈units/World⌉ (PadLast) units;
 //   - row batches (arrow output): every rank takes ⌊rows/(World·BatchRows)⌋
 //     full batches (DropLast; PadLast rounds up), or ⌈its rows/BatchRows⌉;
 //   - tokens output: from the tokens of the rank's share, estimated for a
@@ -177,8 +186,10 @@ func (l *Loader) Len() int {
 // epoch: Len of the epoch being read (resumed and resharded epochs
 // included), and of any other epoch as a fresh start of it plans it
 // (every epoch's plan deals the same totals, so this needs no pass over
-// the epoch). Like Len it is exact for page and row batches and the same
-// on every rank unless KeepUneven is set; see Len for tokens output.
+// the epoch, except for page batches of units whose rows are known: their
+// steps depend on the epoch's order, planned once per epoch). Like Len it
+// is exact for page and row batches and the same on every rank unless
+// KeepUneven is set; see Len for tokens output.
 func (l *Loader) EpochLen(epoch uint64) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
@@ -191,6 +202,15 @@ func (l *Loader) EpochLen(epoch uint64) (int, error) {
 	}
 	if epoch == l.epoch {
 		return int(l.share.Steps), nil
+	}
+	if p := l.params(); p.Kind == plan.Units && l.space.Counted() {
+		// Page batches that share rows: the steps count every rank's
+		// pieces, which the epoch's order decides.
+		sh, err := l.epochPlan(epoch).Plan(p)
+		if err != nil {
+			return 0, l.planErr(err)
+		}
+		return int(sh.Steps), nil
 	}
 	n, err := l.space.Steps(l.params())
 	if err != nil {

@@ -225,7 +225,7 @@ func TestEqualStepsRefusals(t *testing.T) {
 		name string
 		cfg  func(c *Config)
 	}{
-		{"more shards than row groups with page batches", func(c *Config) { c.Shuffle, c.World, c.Rank = ShuffleRowGroup, 13, 12 }},
+		{"more shards than rows with page batches of row groups", func(c *Config) { c.Shuffle, c.World, c.Rank = ShuffleRowGroup, 3001, 12 }},
 		{"no full batch at all", func(c *Config) { c.World, c.Rank, c.BatchRows = 8, 0, 600 }},
 		{"more shards than rows", func(c *Config) { c.World, c.Rank, c.BatchRows, c.KeepUneven = 1<<14, 5, 1, true }},
 	} {

@@ -173,10 +173,25 @@ func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.
 	}
 	ctx := l.ctx
 	reqs := make([]engine.Request, 0, l.cfg.BatchPages*l.unitMax)
+	// Where the share's page batches end (pages of known rows): read here,
+	// before the producer hands anything over, so before the consumer
+	// can move to another epoch's share.
+	ends := l.share.Ends
 	for {
 		w := e.Walk(spans, c)
-		pc, more := w.Next()
+		w.Cut(ends)
+		next := func() (plan.Piece, bool) {
+			pc, ok := w.Next()
+			for ok && ends != nil && pc.X1 == pc.X0 {
+				pc, ok = w.Next() // a unit of no rows takes no place in a batch
+			}
+			return pc, ok
+		}
+		pc, more := next()
 		for more {
+			for len(ends) > 0 && ends[0] <= pc.X0 {
+				ends = ends[1:] // the batch that ends there is taken
+			}
 			var fb *fetchBatch
 			select {
 			case fb = <-l.free:
@@ -184,7 +199,7 @@ func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.
 				return
 			}
 			fb.epoch, fb.n = epoch, 0
-			for more && fb.n < len(fb.units) {
+			for more && fb.n < len(fb.units) && (len(ends) == 0 || pc.X0 < ends[0]) {
 				u := &fb.units[fb.n]
 				u.idx = fb.n
 				if err := l.fillUnit(u, e, pc); err != nil {
@@ -194,7 +209,7 @@ func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.
 				}
 				fb.xEnd = pc.X1
 				fb.n++
-				pc, more = w.Next()
+				pc, more = next()
 			}
 			fb.landed.Store(0)
 			fb.left.Store(int32(fb.n))
@@ -242,7 +257,7 @@ func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.
 			l.perr = err
 			return
 		}
-		spans, c = sh.Spans, plan.Start(sh.Spans)
+		spans, c, ends = sh.Spans, plan.Start(sh.Spans), sh.Ends
 	}
 }
 

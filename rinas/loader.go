@@ -733,8 +733,25 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
 		for _, ui := range l.takeOrder(fb)[:fb.n] {
 			u := &fb.units[ui]
+			var at int64 // the unit's rows before page i
 			for i, p := range u.pages {
 				a := p.Array()
+				if u.cut {
+					// A unit cut at a share's or a batch's boundary
+					// delivers its rows [lo, hi) only.
+					lo, hi := min(max(u.lo-at, 0), int64(a.Len())), min(max(u.hi-at, 0), int64(a.Len()))
+					at += int64(a.Len())
+					if lo >= hi {
+						continue
+					}
+					arrs = append(arrs, array.NewSlice(a, lo, hi))
+					if len(l.sides) > 0 {
+						segs = append(segs, sliceSegs(u.segs[i], lo, hi))
+					}
+					b.Pages = append(b.Pages, uint64(u.first+i))
+					b.Rows += int(hi - lo)
+					continue
+				}
 				if u.row >= 0 {
 					// A row unit (row shuffle) delivers its one row, not
 					// the page it was read with; the other columns' arrays
@@ -829,8 +846,8 @@ func (l *Loader) closeAll() error {
 		}
 	}
 	l.rows.drop()
-	l.last.reset()
-	l.work.reset()
+	l.last.reset(&l.rows)
+	l.work.reset(&l.rows)
 	l.dicts.drop()
 	l.sideC.drop()
 	l.pcache.drop()

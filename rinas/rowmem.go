@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // Memory that rows hold after their fetch batch is recycled (row batches):
@@ -13,43 +14,98 @@ import (
 // batches a consumer holds are its own arrays. Both count against
 // Config.MemoryLimit (sizing.go: memBreakdown.rows and .out).
 
-// rowPin counts the rows of one decoded page (and the other columns'
-// arrays of its span) that the row stream still holds: the page's memory
-// stays until the last of them is delivered or dropped. Each row also
+// rowPage is one decoded page (and the other columns' arrays of its
+// span) whose rows the row stream and the batch records still hold. It
+// holds one reference to each array for all its rows, so a row costs no
+// reference counting of its own: the references and the page's memory go
+// when the last of its rows is delivered or dropped. Each row also
 // carries a cost, the page's estimated decoded bytes over its rows
 // (Loader.rowCost): the shuffle buffer is held within its byte budget by
 // these costs, a function of the index alone, so that a resumed State,
 // whose pending rows are read again, lets the same rows out at the same
 // points as the uninterrupted run. Consumer only.
-type rowPin struct {
+//
+// Pages live in rowStream.pages and rows name them by index (rowItem.pg),
+// so that rows hold no pointers: the shuffle buffer moves them as plain
+// words, and the collector never scans them.
+type rowPage struct {
+	page uint64 // its index in the lead column
+	arr  arrow.Array
+	cols []arrow.Array
+	// lo is the row of arr at index 0 of each of cols.
+	lo      int
 	rows    int32
 	bytes   int64
-	held    *int64 // the stream's pinned bytes
 	rowCost int64
-	cost    *int64 // the stream's rows' costs
+	// offs and vals are arr's row offsets and values when it is a
+	// list<int32> without nulls (the gather's fast path, concatRows),
+	// nil otherwise.
+	offs, vals []int32
 }
 
-// pin pins the memory of a page (bytes) for rows rows of cost rowCost
-// each.
-func (r *rowStream) pin(rows int, bytes, rowCost int64) *rowPin {
+// pin takes a reference to the array a of lead page page and to cols, the other
+// columns' arrays of its span (whose index 0 is a's row lo), for rows
+// rows of cost rowCost each, and counts bytes, the memory they keep,
+// until the last row is unpinned. It returns the page's index in
+// r.pages.
+func (r *rowStream) pin(page uint64, a arrow.Array, cols []arrow.Array, lo, rows int, bytes, rowCost int64) int32 {
+	var pg int32
+	if n := len(r.free); n > 0 {
+		pg, r.free = r.free[n-1], r.free[:n-1]
+	} else {
+		r.pages = append(r.pages, rowPage{})
+		pg = int32(len(r.pages) - 1)
+	}
+	p := &r.pages[pg]
+	a.Retain()
+	for _, c := range cols {
+		c.Retain()
+	}
+	p.page, p.arr, p.cols, p.lo = page, a, append(p.cols[:0], cols...), lo
+	p.rows, p.bytes, p.rowCost = int32(rows), bytes, rowCost
+	p.offs, p.vals = listInt32(a)
 	r.held += bytes
 	r.cost += int64(rows) * rowCost
-	return &rowPin{rows: int32(rows), bytes: bytes, held: &r.held, rowCost: rowCost, cost: &r.cost}
+	return pg
 }
 
-// unpin drops one row's hold on its page.
-func (p *rowPin) unpin() {
-	if p == nil {
-		return
-	}
+// unpin drops one row's hold on its page pg: the last one releases the
+// page's arrays and its memory.
+func (r *rowStream) unpin(pg int32) {
+	p := &r.pages[pg]
 	p.rows--
 	if p.rows < 0 {
 		panic("rinas: row pin underflow")
 	}
-	*p.cost -= p.rowCost
-	if p.rows == 0 {
-		*p.held -= p.bytes
+	r.cost -= p.rowCost
+	if p.rows > 0 {
+		return
 	}
+	r.held -= p.bytes
+	p.arr.Release()
+	for _, c := range p.cols {
+		c.Release()
+	}
+	clear(p.cols)
+	*p = rowPage{cols: p.cols[:0]}
+	r.free = append(r.free, pg)
+}
+
+// listInt32 returns a's row offsets (row i's values are
+// vals[offs[i]:offs[i+1]]) and values when a is a list<int32> with no
+// null row and no null value; nil otherwise.
+func listInt32(a arrow.Array) (offs, vals []int32) {
+	la, ok := a.(*array.List)
+	if !ok || la.Len() == 0 || la.NullN() > 0 {
+		return nil, nil
+	}
+	v, ok := la.ListValues().(*array.Int32)
+	if !ok || v.NullN() > 0 {
+		return nil, nil
+	}
+	// Offsets is the whole buffer; a sliced list starts further in.
+	off := la.Data().Offset()
+	return la.Offsets()[off : off+la.Len()+1], v.Int32Values()
 }
 
 // rowCost is what one row of lead page g, which decoded to rows rows,

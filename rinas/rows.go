@@ -12,31 +12,24 @@ import (
 	"github.com/pagefeed/pagefeed/codec"
 )
 
-// rowItem is one row waiting to be delivered: a reference to its page's
-// array (retained once per item) and, for tokens, how many of its tokens a
-// previous batch already took.
+// rowItem is one row waiting to be delivered: its page, an index into
+// rowStream.pages that holds the page's arrays for all its rows
+// (rowPage), its row in the page, and for tokens how many of its tokens
+// a previous batch already took. It holds no pointer and takes 12
+// bytes, so the shuffle buffer's random moves are plain copies within
+// a small array.
 type rowItem struct {
-	ref RowRef
-	arr arrow.Array
-	i   int
-	// cols hold the row in the other projected columns, at index ci of
-	// each (several columns; each retained once per item).
-	cols []arrow.Array
-	ci   int
-	pin  *rowPin // its page's memory (rowmem.go)
+	pg  int32
+	row uint32
+	tok uint32
 }
 
-// release drops the item's references.
-func (it *rowItem) release() {
-	it.arr.Release()
-	for _, a := range it.cols {
-		a.Release()
-	}
-	it.pin.unpin()
-}
+func (it *rowItem) setTok(n int) { it.tok = uint32(n) }
 
-func (it *rowItem) tok() int     { return int(it.ref.Tok) }
-func (it *rowItem) setTok(n int) { it.ref.Tok = uint32(n) }
+// ref is the RowRef of it.
+func (r *rowStream) ref(it rowItem) RowRef {
+	return RowRef{Page: r.pages[it.pg].page, Row: it.row, Tok: it.tok}
+}
 
 // rowStream turns landed units into rows: through the shuffle buffer when
 // one is configured, then a FIFO the batches are cut from.
@@ -46,6 +39,12 @@ type rowStream struct {
 	out  []rowItem // FIFO, head at out[0]
 	rng  splitmix
 	perm []int // scratch for row-group shuffles
+	// pages are the pages the rows held (in the stream and in the batch
+	// records) name, free the indices of pages no row holds (rowmem.go);
+	// scratch is push's list of a unit's rows.
+	pages   []rowPage
+	free    []int32
+	scratch []rowItem
 	// held is the bytes of the pages the rows held pin; cost the rows'
 	// costs (rowmem.go), which maxCost bounds: random rows leave the
 	// shuffle buffer early beyond it.
@@ -66,7 +65,7 @@ func (r *rowStream) init(l *Loader) {
 // any shuffle, so that which rows a rank keeps does not depend on the
 // generator's history).
 func (r *rowStream) push(u *unit) {
-	var rows []rowItem
+	rows := r.scratch[:0]
 	at := int64(0) // the unit's rows before page k
 	for k, p := range u.pages {
 		a := p.Array()
@@ -86,19 +85,17 @@ func (r *rowStream) push(u *unit) {
 		}
 		var cols []arrow.Array
 		if len(r.l.sides) > 0 {
-			// each side's rows [lo, hi) of this page; u.segs is reused
-			// once the unit's batch is recycled
-			cols = slices.Clone(u.segs[k])
+			// each side's rows [lo, hi) of this page (the page takes its
+			// own references: u.segs is reused once the unit's batch is
+			// recycled)
+			cols = u.segs[k]
 		}
-		pin := r.pin(khi-klo, pageBytes(a, cols), r.l.rowCost(u.first+k, a.Len()))
+		pg := r.pin(uint64(u.first+k), a, cols, lo, khi-klo, pageBytes(a, cols), r.l.rowCost(u.first+k, a.Len()))
 		for i := klo; i < khi; i++ {
-			a.Retain()
-			for _, c := range cols {
-				c.Retain()
-			}
-			rows = append(rows, rowItem{ref: RowRef{Page: uint64(u.first + k), Row: uint32(i)}, arr: a, i: i, cols: cols, ci: i - lo, pin: pin})
+			rows = append(rows, rowItem{pg: pg, row: uint32(i)})
 		}
 	}
+	r.scratch = rows[:0] // rows are copied out below
 	if r.l.cfg.Shuffle == ShuffleRowGroup {
 		// Reimu: rows of the block shuffled in memory.
 		for i := len(rows) - 1; i > 0; i-- {
@@ -110,16 +107,16 @@ func (r *rowStream) push(u *unit) {
 		r.out = append(r.out, rows...)
 		return
 	}
+	r.buf.rng = r.rng
 	for _, it := range rows {
-		r.buf.rng = r.rng
 		r.buf.push(it)
 		// Over its rows or its bytes, random rows leave: the FIFO is
 		// delivered before the next unit is taken in.
 		for r.buf.over() > 0 || (r.cost > r.maxCost && r.maxCost > 0 && r.buf.len() > 0) {
 			r.out = append(r.out, r.buf.pop())
 		}
-		r.rng = r.buf.rng
 	}
+	r.rng = r.buf.rng
 }
 
 // flush empties the shuffle buffer into the FIFO (an epoch's end).
@@ -139,11 +136,11 @@ func (r *rowStream) flush() {
 func (r *rowStream) pending() []RowRef {
 	var p []RowRef
 	for _, it := range r.out {
-		p = append(p, it.ref)
+		p = append(p, r.ref(it))
 	}
 	if r.buf != nil {
 		for _, it := range r.buf.items {
-			p = append(p, it.ref)
+			p = append(p, r.ref(it))
 		}
 	}
 	return p
@@ -152,12 +149,12 @@ func (r *rowStream) pending() []RowRef {
 // drop releases every row held.
 func (r *rowStream) drop() {
 	for _, it := range r.out {
-		it.release()
+		r.unpin(it.pg)
 	}
 	r.out = nil
 	if r.buf != nil {
 		for _, it := range r.buf.items {
-			it.release()
+			r.unpin(it.pg)
 		}
 		clear(r.buf.items)
 		r.buf.items = r.buf.items[:0]
@@ -168,7 +165,7 @@ func (r *rowStream) drop() {
 // synchronously. The rows go to the buffer (in order) up to its capacity
 // and the rest to the FIFO ahead of them, as pending() listed them; all to
 // the FIFO when the buffer had been flushed at the epoch's end.
-func (r *rowStream) restore(refs []RowRef, flushed bool) error {
+func (r *rowStream) restore(refs []RowRef, flushed bool) (err error) {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -185,11 +182,17 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 		}
 	}()
 	items := make([]rowItem, 0, len(refs))
-	pins := map[uint64]*rowPin{}
+	defer func() {
+		if err != nil {
+			for _, it := range items {
+				r.unpin(it.pg)
+			}
+		}
+	}()
+	pins := map[uint64]int32{}
 	for _, ref := range refs {
 		p := pages[ref.Page]
 		if p == nil {
-			var err error
 			if p, err = r.l.readPageSync(int(ref.Page)); err != nil {
 				return err
 			}
@@ -221,19 +224,15 @@ func (r *rowStream) restore(refs []RowRef, flushed bool) error {
 				return stateErr("pending", "row %d of page %d: %d tokens delivered of its %d", ref.Row, ref.Page, ref.Tok, n)
 			}
 		}
-		a.Retain()
-		cols := sides[ref.Page]
-		for _, c := range cols {
-			c.Retain()
+		pg, ok := pins[ref.Page]
+		if !ok {
+			cols := sides[ref.Page]
+			pg = r.pin(ref.Page, a, cols, 0, 0, pageBytes(a, cols), r.l.rowCost(int(ref.Page), a.Len()))
+			pins[ref.Page] = pg
 		}
-		pin := pins[ref.Page]
-		if pin == nil {
-			pin = r.pin(0, pageBytes(a, cols), r.l.rowCost(int(ref.Page), a.Len()))
-			pins[ref.Page] = pin
-		}
-		pin.rows++
-		r.cost += pin.rowCost
-		items = append(items, rowItem{ref: ref, arr: a, i: int(ref.Row), cols: cols, ci: int(ref.Row), pin: pin})
+		r.pages[pg].rows++
+		r.cost += r.pages[pg].rowCost
+		items = append(items, rowItem{pg: pg, row: ref.Row, tok: ref.Tok})
 	}
 	nbuf := 0
 	if r.buf != nil && !flushed {
@@ -297,7 +296,20 @@ func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
 		}
 		return len(w.rows) >= want
 	}
+	if tb == nil {
+		b.Refs = make([]RowRef, 0, want)
+	}
 	for !full() {
+		if tb == nil && len(l.rows.out) > 0 {
+			// Rows output: take what the batch still wants at once.
+			take := l.rows.out[:min(want-len(w.rows), len(l.rows.out))]
+			w.rows = append(w.rows, take...)
+			for _, it := range take {
+				b.Refs = append(b.Refs, l.rows.ref(it))
+			}
+			l.rows.out = l.rows.out[len(take):]
+			continue
+		}
 		if len(l.rows.out) > 0 {
 			it := &l.rows.out[0]
 			orig := *it
@@ -308,12 +320,12 @@ func (l *Loader) nextRows(ctx context.Context) (b *Batch, err error) {
 				}
 				if !done {
 					// The row continues in the next batch.
-					w.tail, w.tailTok = true, orig.tok()
+					w.tail, w.tailTok = true, int(orig.tok)
 					break
 				}
 			}
 			w.rows = append(w.rows, orig)
-			b.Refs = append(b.Refs, it.ref)
+			b.Refs = append(b.Refs, l.rows.ref(*it))
 			l.rows.out = l.rows.out[1:]
 			continue
 		}
@@ -405,27 +417,21 @@ func (l *Loader) finishRows(b *Batch, tb *tokenBuf, pk *packer, taken []rowItem)
 
 // concatColumns builds one array per projected column of the rows.
 func (l *Loader) concatColumns(rows []rowItem) ([]Column, error) {
-	lead, err := concatRows(rows)
+	lead, err := concatRows(rows, l.rows.pages, -1)
 	if err != nil {
 		return nil, err
 	}
 	segs := [][]arrow.Array{make([]arrow.Array, 0, len(l.sides))}
-	if len(l.sides) > 0 {
-		side := make([]rowItem, len(rows))
-		for s := range l.sides {
-			for i, it := range rows {
-				side[i] = rowItem{arr: it.cols[s], i: it.ci}
+	for s := range l.sides {
+		a, err := concatRows(rows, l.rows.pages, s)
+		if err != nil {
+			lead.Release()
+			for _, x := range segs[0] {
+				x.Release()
 			}
-			a, err := concatRows(side)
-			if err != nil {
-				lead.Release()
-				for _, x := range segs[0] {
-					x.Release()
-				}
-				return nil, err
-			}
-			segs[0] = append(segs[0], a)
+			return nil, err
 		}
+		segs[0] = append(segs[0], a)
 	}
 	return l.columnsOf([]arrow.Array{lead}, segs), nil
 }
@@ -481,13 +487,14 @@ func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
 	var n int
 	var complete bool
 	var err error
-	switch a := it.arr.(type) {
+	arr, i := l.rows.pages[it.pg].arr, int(it.row)
+	switch a := arr.(type) {
 	case *array.List:
-		if a.IsNull(it.i) {
+		if a.IsNull(i) {
 			return true, nil
 		}
-		lo, hi := a.ValueOffsets(it.i)
-		lo += int64(it.tok())
+		lo, hi := a.ValueOffsets(i)
+		lo += int64(int(it.tok))
 		switch v := a.ListValues().(type) {
 		case *array.Int32:
 			n, complete, err = addTokens(pk, v.Int32Values()[lo:hi])
@@ -501,21 +508,21 @@ func (l *Loader) packRow(pk *packer, it *rowItem) (bool, error) {
 			return false, fmt.Errorf("rinas: tokens output: list values are %s, want int32, int64, uint16 or uint32", a.ListValues().DataType())
 		}
 	case *array.Int32:
-		return packOne(pk, a, it.i, a.Value)
+		return packOne(pk, a, i, a.Value)
 	case *array.Int64:
-		return packOne(pk, a, it.i, a.Value)
+		return packOne(pk, a, i, a.Value)
 	case *array.Uint16:
-		return packOne(pk, a, it.i, a.Value)
+		return packOne(pk, a, i, a.Value)
 	case *array.Uint32:
-		return packOne(pk, a, it.i, a.Value)
+		return packOne(pk, a, i, a.Value)
 	default:
-		return false, fmt.Errorf("rinas: tokens output cannot pack %s", it.arr.DataType())
+		return false, fmt.Errorf("rinas: tokens output cannot pack %s", arr.DataType())
 	}
 	if err != nil {
-		loc := l.ix.Locate(l.lead, int(it.ref.Page))
-		return false, fmt.Errorf("rinas: %s: page at offset %d, row %d: %w", l.ix.File(loc.File).Path, loc.Offset, it.ref.Row, err)
+		loc := l.ix.Locate(l.lead, int(l.rows.pages[it.pg].page))
+		return false, fmt.Errorf("rinas: %s: page at offset %d, row %d: %w", l.ix.File(loc.File).Path, loc.Offset, it.row, err)
 	}
-	it.setTok(it.tok() + n)
+	it.setTok(int(it.tok) + n)
 	return complete, nil
 }
 
@@ -536,33 +543,50 @@ func packOne[T int32 | int64 | uint16 | uint32](pk *packer, a arrow.Array, i int
 	return true, nil
 }
 
-// concatRows builds one array of the rows, in order. list<int32> (token
-// ids) and int64 columns are copied straight into builders sized once; other
-// types go through arrow's Concatenate of one-row slices.
-func concatRows(rows []rowItem) (arrow.Array, error) {
+// concatRows builds one array of column col of the rows, in order: of
+// each row's page's array when col < 0, of its side col otherwise.
+// list<int32> (token ids) without nulls is gathered straight into one
+// offsets and one values buffer, each sized once; list<int32> with nulls
+// and int64 columns are copied into reserved builders; other types go
+// through arrow's Concatenate of slices, one per run of consecutive rows
+// of one array.
+func concatRows(rows []rowItem, pages []rowPage, col int) (arrow.Array, error) {
+	at := func(it rowItem) (arrow.Array, int) {
+		p := &pages[it.pg]
+		if col < 0 {
+			return p.arr, int(it.row)
+		}
+		return p.cols[col], int(it.row) - p.lo
+	}
+	if col < 0 {
+		if a := gatherListInt32(rows, pages); a != nil {
+			return a, nil
+		}
+	}
 	mem := memory.DefaultAllocator
-	switch rows[0].arr.(type) {
+	first, _ := at(rows[0])
+	switch first.(type) {
 	case *array.List:
-		if _, ok := rows[0].arr.(*array.List).ListValues().(*array.Int32); ok {
+		if _, ok := first.(*array.List).ListValues().(*array.Int32); ok {
 			b := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32)
 			defer b.Release()
 			vb := b.ValueBuilder().(*array.Int32Builder)
-			// Sized once: growing by doubling copied and cleared the
-			// values about twice over (a fifth of a row batch's CPU).
-			n := 0
+			total := 0
 			for _, it := range rows {
-				lo, hi := it.arr.(*array.List).ValueOffsets(it.i)
-				n += int(hi - lo)
+				arr, i := at(it)
+				lo, hi := arr.(*array.List).ValueOffsets(i)
+				total += int(hi - lo)
 			}
 			b.Reserve(len(rows))
-			vb.Reserve(n)
+			vb.Reserve(total)
 			for _, it := range rows {
-				a := it.arr.(*array.List)
-				if a.IsNull(it.i) {
+				arr, i := at(it)
+				a := arr.(*array.List)
+				if a.IsNull(i) {
 					b.AppendNull()
 					continue
 				}
-				lo, hi := a.ValueOffsets(it.i)
+				lo, hi := a.ValueOffsets(i)
 				b.Append(true)
 				vals := a.ListValues().(*array.Int32)
 				if vals.NullN() == 0 {
@@ -584,25 +608,75 @@ func concatRows(rows []rowItem) (arrow.Array, error) {
 		defer b.Release()
 		b.Reserve(len(rows))
 		for _, it := range rows {
-			a := it.arr.(*array.Int64)
-			if a.IsNull(it.i) {
+			arr, i := at(it)
+			a := arr.(*array.Int64)
+			if a.IsNull(i) {
 				b.AppendNull()
 			} else {
-				b.UnsafeAppend(a.Value(it.i))
+				b.UnsafeAppend(a.Value(i))
 			}
 		}
 		return b.NewArray(), nil
 	}
-	slices := make([]arrow.Array, len(rows))
-	for i, it := range rows {
-		slices[i] = array.NewSlice(it.arr, int64(it.i), int64(it.i+1))
-	}
+	var runs []arrow.Array
 	defer func() {
-		for _, s := range slices {
+		for _, s := range runs {
 			s.Release()
 		}
 	}()
-	return array.Concatenate(slices, mem)
+	for k := 0; k < len(rows); {
+		arr, i := at(rows[k])
+		j := i + 1
+		for k++; k < len(rows); k++ {
+			next, ni := at(rows[k])
+			if next != arr || ni != j {
+				break
+			}
+			j++
+		}
+		runs = append(runs, array.NewSlice(arr, int64(i), int64(j)))
+	}
+	return array.Concatenate(runs, mem)
+}
+
+// gatherListInt32 builds the list<int32> array of the rows' lead
+// values when every row's page is a list<int32> without nulls
+// (rowPage.offs), nil otherwise: it sizes the offsets and the values
+// once and copies each row's values with one copy, so a row costs no
+// builder call, no interface call and no growth.
+func gatherListInt32(rows []rowItem, pages []rowPage) arrow.Array {
+	total := 0
+	for _, it := range rows {
+		offs := pages[it.pg].offs
+		if offs == nil {
+			return nil
+		}
+		total += int(offs[it.row+1] - offs[it.row])
+	}
+	if total > math.MaxInt32 {
+		return nil // past list's int32 offsets: the builder reports it
+	}
+	mem := memory.DefaultAllocator
+	ob := memory.NewResizableBuffer(mem)
+	ob.Resize(arrow.Int32Traits.BytesRequired(len(rows) + 1))
+	vb := memory.NewResizableBuffer(mem)
+	vb.Resize(arrow.Int32Traits.BytesRequired(total))
+	offs := arrow.Int32Traits.CastFromBytes(ob.Bytes())
+	vals := arrow.Int32Traits.CastFromBytes(vb.Bytes())
+	o := int32(0)
+	for k, it := range rows {
+		p := &pages[it.pg]
+		offs[k] = o
+		o += int32(copy(vals[o:], p.vals[p.offs[it.row]:p.offs[it.row+1]]))
+	}
+	offs[len(rows)] = o
+	vd := array.NewData(arrow.PrimitiveTypes.Int32, total, []*memory.Buffer{nil, vb}, nil, 0, 0)
+	vb.Release()
+	ld := array.NewData(arrow.ListOf(arrow.PrimitiveTypes.Int32), len(rows), []*memory.Buffer{nil, ob}, []arrow.ArrayData{vd}, 0, 0)
+	ob.Release()
+	vd.Release()
+	defer ld.Release()
+	return array.NewListData(ld)
 }
 
 // readPageSync reads and decodes page g on the calling goroutine (resume,

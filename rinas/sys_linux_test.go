@@ -2,7 +2,11 @@
 
 package rinas
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // dioAlignOf is path's O_DIRECT alignment from statx DIOALIGN, or 1.
 func dioAlignOf(path string) int64 {
@@ -11,4 +15,13 @@ func dioAlignOf(path string) int64 {
 		return int64(max(stx.Dio_offset_align, stx.Dio_mem_align))
 	}
 	return 1
+}
+
+// cpuTime is the user and system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

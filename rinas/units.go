@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/rinas/plan"
 )
@@ -16,9 +18,10 @@ import (
 // them. A unit is a page of the lead column (page, stream and no
 // shuffle: with its continuation where rows may cross pages), one row
 // (row shuffle) or a row group (rowgroup shuffle). The plan (package
-// plan) sees each unit as a count and a weight: its rows for row batches
-// (1 for page batches, which deal whole units, and for the row shuffle),
-// and its estimated tokens for tokens output.
+// plan) sees each unit as a count and a weight: its rows (1 for the row
+// shuffle's single rows, and for page batches over units whose rows are
+// not all known, which are dealt whole), and its estimated tokens for
+// tokens output.
 
 // openUnits sizes the epoch's units from the index.
 func (l *Loader) openUnits() error {
@@ -132,11 +135,9 @@ func (l *Loader) openSpace() error {
 		}
 	case ShuffleRowGroup:
 		n = uint64(l.ix.NumChunks())
-		if kind != plan.Units {
-			counts = make([]int32, n)
-			for c := range counts {
-				counts[c] = int32(l.ix.Chunk(l.lead, c).NumRows)
-			}
+		counts = make([]int32, n) // every row group's rows are known
+		for c := range counts {
+			counts[c] = int32(l.ix.Chunk(l.lead, c).NumRows)
 		}
 		if pageTok != nil {
 			weights = make([]int64, n)
@@ -149,7 +150,9 @@ func (l *Loader) openSpace() error {
 		}
 	default:
 		l.pageRows = l.ix.PageRows(l.lead)
-		if kind != plan.Units {
+		// Page batches share rows too where every page's rows are
+		// known; otherwise they deal whole pages.
+		if kind != plan.Units || !slices.ContainsFunc(l.pageRows, func(r int32) bool { return r < 0 }) {
 			counts = l.pageRows
 		}
 		weights = pageTok
@@ -163,7 +166,7 @@ func (l *Loader) openSpace() error {
 			}
 		}
 	}
-	if kind != plan.Units && l.pageRows != nil {
+	if counts != nil && l.pageRows != nil {
 		// A page the index calls empty may sit at a share's boundary,
 		// where no rank reads it: make sure now that it holds nothing (a
 		// page inside a row holds that row's rest, read with its start).
@@ -182,7 +185,7 @@ func (l *Loader) openSpace() error {
 	}
 	l.space = s
 	l.epochs = epochCache{}
-	if _, err := s.Steps(l.params()); err != nil {
+	if err := s.Check(l.params()); err != nil {
 		return l.planErr(err)
 	}
 	return nil
@@ -316,7 +319,7 @@ func (l *Loader) rowUnit(r RowRef) (item uint64, off int64, ok bool) {
 			return 0, 0, false
 		}
 		return uint64(loc.Chunk), l.pageRow(l.lead, loc.Chunk, g) + int64(r.Row), true
-	case l.kind() == plan.Units:
+	case !l.space.Counted():
 		return uint64(g), 0, true
 	}
 	if loc.NumRows >= 0 && int64(r.Row) >= int64(loc.NumRows) {
@@ -326,11 +329,12 @@ func (l *Loader) rowUnit(r RowRef) (item uint64, off int64, ok bool) {
 }
 
 // spanRows returns the rows of the units in spans of epoch e's stream
-// (page batches: whole units; otherwise the counts, which are rows).
+// (whole units where they count 1 each; otherwise the counts, which are
+// rows).
 func (l *Loader) spanRows(e *plan.Epoch, spans []plan.Span) int64 {
 	var n int64
 	for _, sp := range spans {
-		if l.kind() != plan.Units {
+		if l.space.Counted() || l.cfg.Shuffle == ShuffleRow {
 			n += int64(sp.Len())
 			continue
 		}
@@ -390,8 +394,18 @@ func (l *Loader) planShare(e *plan.Epoch, rem *State) (plan.Share, error) {
 		perCount = float64(l.space.Tokens()) / float64(t)
 	}
 	rest := plan.Rest{Spans: rem.Rest, Pending: rem.RestPending}
-	return rest.Share(p, l.space.Total(), perCount)
+	return e.RestShare(rest, p, perCount)
 }
 
 // cloneSpans copies spans (nil stays nil).
 func cloneSpans(s []plan.Span) []plan.Span { return slices.Clone(s) }
+
+// sliceSegs returns the rows [lo, hi) of each side's array beside a lead
+// page (a page batch's cut unit), as new arrays the batch releases.
+func sliceSegs(seg []arrow.Array, lo, hi int64) []arrow.Array {
+	out := make([]arrow.Array, len(seg))
+	for s, a := range seg {
+		out[s] = array.NewSlice(a, lo, hi)
+	}
+	return out
+}

@@ -200,7 +200,7 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 			if err != nil {
 				return err.Error()
 			}
-			fmt.Fprintf(&out, "rank %d: %v steps %d%s%s\n", r, sh.Spans, sh.Steps, map[bool]string{true: " forced"}[sh.Force], ends(e, sh.Spans))
+			fmt.Fprintf(&out, "rank %d: %v steps %d%s%s%s\n", r, sh.Spans, sh.Steps, map[bool]string{true: " forced"}[sh.Force], ends(e, sh), batchEndsOf(sh))
 			if r == p.World-1 {
 				fmt.Fprintf(&out, "dropped %v padded %v", sh.Dropped, sh.Padded)
 			}
@@ -221,11 +221,11 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 		fmt.Fprintf(&out, "rest %v pending %d\n", rest.Spans, rest.Pending)
 		for r := 0; r < p.World; r++ {
 			p.Rank = r
-			sh, err := rest.Share(p, e.Space().Total(), 1)
+			sh, err := e.RestShare(rest, p, 1)
 			if err != nil {
 				return err.Error()
 			}
-			fmt.Fprintf(&out, "rank %d: %v pending %d steps %d\n", r, sh.Spans, sh.Pending, sh.Steps)
+			fmt.Fprintf(&out, "rank %d: %v pending %d steps %d%s\n", r, sh.Spans, sh.Pending, sh.Steps, batchEndsOf(sh))
 		}
 		sh, _ := rest.Share(p, e.Space().Total(), 1)
 		fmt.Fprintf(&out, "dropped %v pending %d", sh.Dropped, sh.DroppedPending)
@@ -255,11 +255,24 @@ func dataCommand(t *testing.T, line string, input []string, ep **Epoch) string {
 	return out.String()
 }
 
-// ends describes the pieces at a share's ends: their position, unit and
-// rows kept, where they are cut.
-func ends(e *Epoch, spans []Span) string {
+// batchEndsOf lists where a share's batches end (batches of units that
+// count rows), up to 8 of them.
+func batchEndsOf(sh Share) string {
+	switch {
+	case sh.Ends == nil:
+		return ""
+	case len(sh.Ends) > 8:
+		return fmt.Sprintf(", batches end %v … %d", sh.Ends[:8], sh.Ends[len(sh.Ends)-1])
+	}
+	return fmt.Sprintf(", batches end %v", sh.Ends)
+}
+
+// ends describes the pieces at a share's ends (cut at its batches'
+// ends): their position, unit and rows kept, where they are cut.
+func ends(e *Epoch, sh Share) string {
 	var ps []Piece
-	w := e.Walk(spans, Start(spans))
+	w := e.Walk(sh.Spans, Start(sh.Spans))
+	w.Cut(sh.Ends)
 	for p, ok := w.Next(); ok; p, ok = w.Next() {
 		ps = append(ps, p)
 	}

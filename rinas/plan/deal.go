@@ -46,8 +46,11 @@ const (
 	// Rows: batches of Batch rows (row batches). Shares are whole
 	// batches of rows; boundary units are cut.
 	Rows Kind = iota
-	// Units: batches of up to Batch whole units (page batches), the last
-	// one of a rank's share short. Shares are whole units.
+	// Units: batches of up to Batch units (page batches). Over a space
+	// that counts every unit's rows, shares are rows, as for Rows, and a
+	// unit at a share's boundary is cut; the steps are the same on every
+	// rank (Share.Ends says where each batch ends). Over a space of units
+	// counting 1, shares are whole units, the last batch of a share short.
 	Units
 	// Tokens: batches of Batch tokens (tokens output). Shares balance the
 	// units' estimated tokens and cut boundary units at a row; the
@@ -74,14 +77,9 @@ func (p Params) check() error {
 	return nil
 }
 
-// fits checks that s can be dealt as p says: batches of whole units
-// need units that count 1 each.
-func (s *Space) fits(p Params) error {
-	if p.Kind == Units && s.counts != nil {
-		return fmt.Errorf("%w: batches of whole units deal units that count 1, not rows", ErrPlan)
-	}
-	return nil
-}
+// unitRows reports whether p deals batches of units over a space that
+// counts their rows: shares of rows, steps from the pieces (unitBatches).
+func (s *Space) unitRows(p Params) bool { return p.Kind == Units && s.counts != nil }
 
 // deal shares total among p.World ranks: the boundaries of every rank's
 // range (bounds[r] to bounds[r+1]; bounds[World] falls short of total
@@ -144,6 +142,12 @@ type Share struct {
 	// estimate is not exact).
 	Steps int64
 	Force bool
+	// Ends, for batches of units over a space that counts rows, is where
+	// each of the Steps batches ends in the stream, increasing: a batch
+	// holds the pieces from the previous end (the share's start) to its
+	// own, cut there (Walker.Cut), pieces counting 0 left out (see
+	// unitBatches). Nil for the other kinds.
+	Ends []uint64
 	// Dropped are the ranges of the stream the plan leaves out (Drop),
 	// and Padded the range beyond Total it repeats (Pad), for the whole
 	// world: report them rank by rank with Split, or by the ranks whose
@@ -158,44 +162,49 @@ type Share struct {
 
 // Steps returns the batches rank p.Rank takes in an epoch of s from its
 // start, without the pass over the epoch a Plan makes (the steps depend
-// on the space's totals only), or the Plan's refusal.
+// on the space's totals only), or the Plan's refusal. Batches of units
+// over a space that counts rows take steps that depend on the epoch's
+// order (how many units each share holds): Steps refuses them, and
+// Epoch.Plan gives them.
 func (s *Space) Steps(p Params) (int64, error) {
-	if err := p.check(); err != nil {
+	if err := s.Check(p); err != nil {
 		return 0, err
 	}
-	if err := s.fits(p); err != nil {
-		return 0, err
+	if s.unitRows(p) {
+		return 0, fmt.Errorf("%w: the steps of batches of units that count rows depend on the epoch's order", ErrPlan)
 	}
-	total := s.total
-	if p.Kind == Tokens {
-		total = s.tokens
-	}
-	bounds, steps := deal(total, p)
-	if err := checkDeal(total, bounds, p); err != nil {
-		return 0, err
-	}
+	_, steps := deal(s.dealt(p), p)
 	return steps[p.Rank], nil
+}
+
+// Check returns the refusal any epoch's Plan of s with p gives, or nil:
+// a rank without data, or Drop leaving out more than half.
+func (s *Space) Check(p Params) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	total := s.dealt(p)
+	bounds, _ := deal(total, p)
+	return checkDeal(total, bounds, p, s.unitRows(p))
+}
+
+// dealt returns what p shares out: s's total, or its tokens.
+func (s *Space) dealt(p Params) uint64 {
+	if p.Kind == Tokens {
+		return s.tokens
+	}
+	return s.total
 }
 
 // Plan returns rank p.Rank's share of epoch e from its start. It fails
 // (ErrPlan, saying why) where the plan would leave a rank without data,
 // or where Drop would leave out more than half of the stream.
 func (e *Epoch) Plan(p Params) (Share, error) {
-	if err := p.check(); err != nil {
-		return Share{}, err
-	}
-	if err := e.s.fits(p); err != nil {
+	if err := e.s.Check(p); err != nil {
 		return Share{}, err
 	}
 	t := e.s.total
-	total := t
-	if p.Kind == Tokens {
-		total = e.s.tokens
-	}
-	bounds, steps := deal(total, p)
-	if err := checkDeal(total, bounds, p); err != nil {
-		return Share{}, err
-	}
+	bounds, steps := deal(e.s.dealt(p), p)
 	x := func(b uint64) uint64 {
 		if p.Kind == Tokens {
 			return e.XOfTokens(b)
@@ -205,6 +214,14 @@ func (e *Epoch) Plan(p Params) (Share, error) {
 	sh := Share{Steps: steps[p.Rank], Force: p.Kind == Tokens && p.Policy != Keep}
 	if lo, hi := x(bounds[p.Rank]), x(bounds[p.Rank+1]); hi > lo {
 		sh.Spans = []Span{{lo, hi}}
+	}
+	if e.s.unitRows(p) {
+		sh.Steps, sh.Ends = e.unitBatches(p, func(r int) []Span {
+			if bounds[r+1] > bounds[r] {
+				return []Span{{bounds[r], bounds[r+1]}}
+			}
+			return nil
+		})
 	}
 	end := x(bounds[p.World])
 	switch {
@@ -217,9 +234,12 @@ func (e *Epoch) Plan(p Params) (Share, error) {
 }
 
 // checkDeal refuses a deal that leaves a rank without data or, under
-// Drop, leaves out more than half of total.
-func checkDeal(total uint64, bounds []uint64, p Params) error {
+// Drop, leaves out more than half of total (rows says units count rows).
+func checkDeal(total uint64, bounds []uint64, p Params, rows bool) error {
 	what := map[Kind]string{Rows: "rows", Units: "units", Tokens: "estimated tokens"}[p.Kind]
+	if rows {
+		what = "rows"
+	}
 	if total == 0 {
 		return fmt.Errorf("%w: the dataset has no %s", ErrPlan, what)
 	}

@@ -30,14 +30,22 @@
 // each keeping its own rows of it ({Pos, Lo, Hi}: a Piece): read
 // amplification at the boundaries only. Tokens output balances the
 // ranks' estimated tokens instead, and cuts the boundary units at the
-// row its estimate falls on. Batches of whole units (page batches) deal
-// whole units: every rank the same number, fewer than W left out or
-// repeated.
+// row its estimate falls on. Page batches (batches of up to Batch units)
+// over units whose rows are all known share rows the same way, and take
+// the same number of batches on every rank, the largest number any rank's
+// pieces need; a rank with fewer pieces spreads them over as many
+// batches, cutting pieces at rows where it has fewer pieces than batches
+// (units.go states the rule; Share.Ends says where each batch ends).
+// Over units counting 1 (rows unknown, or the row shuffle's single rows)
+// page batches deal whole units: every rank the same number, fewer than W
+// left out or repeated.
 //
 // A share is found with one pass over the epoch (Epoch: each position's
 // count summed into blocks of positions, items read in order and their
 // positions found by the inverse permutation); the steps each rank takes
-// need no pass at all, being a function of the stream's total.
+// need no pass at all, being a function of the stream's total (page
+// batches over units of known rows excepted: their steps count every
+// rank's pieces, a walk over the epoch's order).
 //
 // # Progress and the rest of an epoch
 //

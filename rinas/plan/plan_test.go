@@ -47,8 +47,8 @@ func (m *model) space(t testing.TB, kind Kind, rng *rand.Rand) *Space {
 	ordered := m.shuffle == "stream" || m.shuffle == "none"
 	n := uint64(len(m.rows))
 	var counts []int32
-	if kind != Units && m.shuffle != "row" {
-		counts = m.rows
+	if m.shuffle != "row" {
+		counts = m.rows // page batches too: units that count rows
 	}
 	var weights []int64
 	var tokens uint64
@@ -69,14 +69,10 @@ func (m *model) space(t testing.TB, kind Kind, rng *rand.Rand) *Space {
 	return s
 }
 
-// rowsOf appends the dataset rows a piece delivers (page batches: all of
-// its unit's rows).
+// rowsOf appends the dataset rows a piece delivers (the row shuffle's
+// units count 1, their one row).
 func (m *model) rowsOf(out []uint64, p Piece, kind Kind) []uint64 {
-	lo, hi := p.Lo, p.Hi
-	if kind == Units {
-		lo, hi = 0, int64(m.rows[p.Item])
-	}
-	for r := lo; r < hi; r++ {
+	for r := p.Lo; r < p.Hi; r++ {
 		out = append(out, m.start[p.Item]+uint64(r))
 	}
 	return out
@@ -183,7 +179,9 @@ func checkPlan(t *testing.T, name string, m *model, s *Space, p Params, rng *ran
 					t.Fatalf("%s rank %d: %d rows, %d steps", name, r, x, sh.Steps)
 				}
 			case Units:
-				if uint64(sh.Steps) != ceilDiv(x, p.Batch) {
+				if s.counts != nil {
+					checkBatches(t, fmt.Sprintf("%s epoch %d rank %d", name, epoch, r), e, sh, p)
+				} else if uint64(sh.Steps) != ceilDiv(x, p.Batch) {
 					t.Fatalf("%s rank %d: %d units, %d steps", name, r, x, sh.Steps)
 				}
 			}
@@ -212,8 +210,8 @@ func checkPlan(t *testing.T, name string, m *model, s *Space, p Params, rng *ran
 				t.Fatalf("%s epoch %d: %d rows twice", name, epoch, repeats)
 			}
 			if p.Kind == Units {
-				bound = uint64(p.World) // whole units
-				if spansLen(dropped) >= bound {
+				bound = uint64(p.World) // whole units, or rows
+				if spansLen(dropped) >= bound || (s.counts != nil && missing != spansLen(dropped)) {
 					t.Fatalf("%s: %d units left out, bound %d", name, spansLen(dropped), bound)
 				}
 				break
@@ -244,6 +242,47 @@ func checkPlan(t *testing.T, name string, m *model, s *Space, p Params, rng *ran
 		if p.Kind == Tokens {
 			checkTokens(t, name, s, p, tokens, steps)
 		}
+	}
+}
+
+// checkBatches walks a share of batches of units that count rows cut at
+// its batches' ends: exactly Steps batches, each of 1 to Batch pieces
+// holding rows and at least one row, every piece within one batch.
+func checkBatches(t *testing.T, name string, e *Epoch, sh Share, p Params) {
+	t.Helper()
+	if int64(len(sh.Ends)) != sh.Steps {
+		t.Fatalf("%s: %d batch ends for %d steps", name, len(sh.Ends), sh.Steps)
+	}
+	w := e.Walk(sh.Spans, Start(sh.Spans))
+	w.Cut(sh.Ends)
+	k, pieces, rows := 0, uint64(0), uint64(0)
+	end := func() {
+		if pieces == 0 || pieces > p.Batch || rows == 0 {
+			t.Fatalf("%s: batch %d of %d holds %d pieces, %d rows (batch %d)", name, k, sh.Steps, pieces, rows, p.Batch)
+		}
+		k, pieces, rows = k+1, 0, 0
+	}
+	for pc, ok := w.Next(); ok; pc, ok = w.Next() {
+		if pc.X1 == pc.X0 {
+			continue
+		}
+		if k >= len(sh.Ends) {
+			t.Fatalf("%s: piece %+v past the last batch's end", name, pc)
+		}
+		if pc.X0 >= sh.Ends[k] {
+			end()
+		}
+		if pc.X1 > sh.Ends[k] {
+			t.Fatalf("%s: piece %+v crosses batch end %d", name, pc, sh.Ends[k])
+		}
+		pieces++
+		rows += pc.X1 - pc.X0
+	}
+	if sh.Steps > 0 {
+		end()
+	}
+	if int64(k) != sh.Steps {
+		t.Fatalf("%s: %d batches for %d steps", name, k, sh.Steps)
 	}
 }
 
@@ -299,7 +338,7 @@ func refusable(m *model, s *Space, p Params) bool {
 	w := uint64(p.World)
 	switch {
 	case p.Kind == Units:
-		return total < w
+		return total < w // units, or rows
 	case p.Policy == Drop:
 		return total/(w*p.Batch)*w*p.Batch < total-total/2
 	default:
@@ -418,9 +457,12 @@ func checkReshard(t *testing.T, name string, m *model, s *Space, e *Epoch, kind 
 		next := make([]rank, nw)
 		for r := range next {
 			p.Rank = r
-			sh, err := rest.Share(p, s.Total(), 0)
+			sh, err := e.RestShare(rest, p, 0)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if kind == Units && s.counts != nil {
+				checkBatches(t, fmt.Sprintf("%s stage %d rank %d", name, stage, r), e, sh, p)
 			}
 			next[r] = rank{spans: sh.Spans, cur: Start(sh.Spans), steps: sh.Steps}
 			for i := uint64(r); i < uint64(len(allPending)) && uint64(len(next[r].pending)) < sh.Pending; i += uint64(nw) {

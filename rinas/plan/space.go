@@ -74,6 +74,10 @@ func (s *Space) Total() uint64 { return s.total }
 // Tokens returns the estimated tokens of all units.
 func (s *Space) Tokens() uint64 { return s.tokens }
 
+// Counted reports whether the units count their rows (counts were given),
+// rather than 1 each.
+func (s *Space) Counted() bool { return s.counts != nil }
+
 // Known reports whether every unit's count is known.
 func (s *Space) Known() bool { return s.known }
 

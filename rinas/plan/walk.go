@@ -36,8 +36,9 @@ type Walker struct {
 	e     *Epoch
 	spans []Span
 	taken []Span
-	i     int    // the span being walked
-	x     uint64 // the next coordinate
+	ends  []uint64 // coordinates pieces are cut at (Cut)
+	i     int      // the span being walked
+	x     uint64   // the next coordinate
 	// The unit holding x and the count of it before x, once located.
 	pos    uint64
 	off    int64
@@ -56,6 +57,10 @@ func (e *Epoch) Walk(spans []Span, c Cursor) *Walker {
 	}
 	return w
 }
+
+// Cut makes w cut pieces at the coordinates ends too (increasing: a
+// Share's Ends), so that no piece crosses a batch's end.
+func (w *Walker) Cut(ends []uint64) { w.ends = ends }
 
 // Next returns the next piece, or false at the share's end.
 func (w *Walker) Next() (Piece, bool) {
@@ -76,7 +81,14 @@ func (w *Walker) Next() (Piece, bool) {
 		n := w.e.s.n
 		item := w.e.Order.At(w.pos % n)
 		c := w.e.s.Count(item)
-		hi := min(c, w.off+int64(sp.Hi-w.x))
+		lim := sp.Hi
+		for len(w.ends) > 0 && w.ends[0] <= w.x {
+			w.ends = w.ends[1:]
+		}
+		if len(w.ends) > 0 {
+			lim = min(lim, w.ends[0])
+		}
+		hi := min(c, w.off+int64(lim-w.x))
 		pc := Piece{Pos: w.pos, Item: item, Lo: w.off, Hi: hi, X0: w.x, X1: w.x + uint64(hi-w.off)}
 		pc.Cut = pc.Lo > 0 || pc.Hi < c
 		w.x = pc.X1
