@@ -1,6 +1,7 @@
 package rinas
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -303,17 +304,41 @@ func (l *Loader) decodeSides(dec *codec.Decoder, u *unit, dicts []*codec.Diction
 	if len(l.sides) == 0 {
 		return nil
 	}
+	var first error
 	for s, k := range l.sides {
 		sp := &u.side[s]
 		if sp.hit {
-			sp.arrs = append(sp.arrs[:0], sp.cached...)
 			continue
 		}
 		if err := l.decodeRun(dec, k, u.chunk, dicts[l.sidePos[s]], u.data[sp.base:sp.base+sp.n], u.offs[sp.base:sp.base+sp.n],
 			sp.first, sp.keep, &sp.pages, read, &u.aliased); err != nil {
-			return err
+			// A row unit of the page cache goes on with the other
+			// columns: units wait for its pages (rowcache.go).
+			if !u.rc {
+				return err
+			}
+			first = cmp.Or(first, err)
+			continue
 		}
 		l.keepSide(sp, k)
+	}
+	if u.rc || first != nil {
+		// The page cache cuts the row once every page has arrived.
+		return first
+	}
+	return l.cutSides(u)
+}
+
+// cutSides cuts, for every lead page of u kept, each side's rows of it
+// into u.segs, from the side pages decoded or cached.
+func (l *Loader) cutSides(u *unit) error {
+	if len(l.sides) == 0 {
+		return nil
+	}
+	for s := range l.sides {
+		if sp := &u.side[s]; sp.hit {
+			sp.arrs = append(sp.arrs[:0], sp.cached...)
+		}
 	}
 	row := u.r0
 	for k, p := range u.pages {
@@ -453,7 +478,9 @@ func (u *unit) releaseSides() {
 			p.Release()
 		}
 		for _, a := range sp.cached {
-			a.Release()
+			if a != nil { // a slot a page cache wait never filled
+				a.Release()
+			}
 		}
 		sp.pages, sp.cached, sp.hit = sp.pages[:0], sp.cached[:0], false
 		clear(sp.arrs)
@@ -637,7 +664,7 @@ func (l *Loader) unitRequests(reqs []engine.Request, u *unit, f *engine.File, fb
 		reqs = append(reqs, engine.Request{File: f, Off: loc.Offset, Len: int(loc.Size), Tag: pageTag(fb, i, q), Worker: w})
 		cur = &reqs[len(reqs)-1]
 	}
-	for k := 0; k < u.n; k++ {
+	for k := 0; k < u.n && !u.leadCached(); k++ {
 		add(k, l.lead, u.first+k, k == 0)
 	}
 	for s, sk := range l.sides {

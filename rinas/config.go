@@ -25,7 +25,7 @@ type Shuffle int
 
 const (
 	ShufflePage     Shuffle = iota // YOUMU: pages in a seeded random order
-	ShuffleRow                     // every row in random order, one page read per row
+	ShuffleRow                     // every row in random order; a page is read once while it stays cached
 	ShuffleRowGroup                // Reimu: row groups in random order, rows shuffled within
 	ShuffleStream                  // pages in file order through the shuffle buffer
 	ShuffleNone                    // pages in file order
@@ -168,7 +168,9 @@ type Config struct {
 	// other than the lead that are held for the next spans that need
 	// them (several columns only; counted against MemoryLimit): a side
 	// page usually covers several lead pages' rows. Default 64 MiB;
-	// negative turns it off (each span then reads its side pages).
+	// negative turns it off (each span then reads its side pages). Row
+	// shuffle holds every column's pages in its page cache instead,
+	// sized from MemoryLimit.
 	SideCacheBytes int64
 	// Prefetch is how many batches beyond the one being consumed are read
 	// ahead (unordered fetch). 0 picks it at Open: 2 for uncompressed

@@ -113,15 +113,12 @@ func (l *Loader) fetchOrdered(fb *fetchBatch) {
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
 		// Row shuffle's page cache (rowcache.go), one unit at a time: a
-		// unit either finds its page or reads it (and caches it for the
-		// next), never waits, and units land in plan order.
-		u.pc = pcNone
-		if use {
-			l.pcache.lookup(u.first, fb, u)
-		}
-		if u.pc == pcHit {
-			l.sa.pageHits.Add(1)
-			l.finishUnit(fb, u, nil)
+		// unit finds each of its pages or reads it (and caches it for
+		// the next), never waits (the pages it claims are resolved
+		// before the next lookup), and units land in plan order.
+		u.rc = false
+		if use && l.lookup(fb, u) {
+			l.completeRow(fb, u)
 			continue
 		}
 		l.finishUnit(fb, u, l.readUnitSync(u))
@@ -139,29 +136,31 @@ func (l *Loader) readUnitSync(u *unit) error {
 			return err
 		}
 	}
-	first := l.ix.Locate(l.lead, u.first)
-	last := l.ix.Locate(l.lead, u.first+u.n-1)
-	span, moved, err := l.direct.read(ch.Path, first.Offset, int(last.Offset+int64(last.Size)-first.Offset))
-	l.sa.disk.Add(int64(moved))
-	if err != nil {
-		return err
-	}
-	l.sa.pageBytes.Add(int64(len(span)))
-	for k := 0; k < u.n; k++ {
-		loc := l.ix.Locate(l.lead, u.first+k)
-		lo := loc.Offset - first.Offset
-		u.data[k], u.offs[k] = span[lo:lo+int64(loc.Size)], loc.Offset
-	}
 	read := func(path string, off int64, n int) ([]byte, error) {
 		// Past the unit (rows longer than a page). The reader reuses its
 		// buffer on every read, and a span holds several pages.
 		b, _, err := l.direct.read(path, off, n)
 		return slices.Clone(b), err
 	}
-	err = l.decodePages(l.prodD, u, u.dicts[l.leadPos], read)
-	clear(u.data[:u.n])
-	if err != nil || len(l.sides) == 0 {
-		return err
+	if !u.leadCached() {
+		first := l.ix.Locate(l.lead, u.first)
+		last := l.ix.Locate(l.lead, u.first+u.n-1)
+		span, moved, err := l.direct.read(ch.Path, first.Offset, int(last.Offset+int64(last.Size)-first.Offset))
+		l.sa.disk.Add(int64(moved))
+		if err != nil {
+			return err
+		}
+		l.sa.pageBytes.Add(int64(len(span)))
+		for k := 0; k < u.n; k++ {
+			loc := l.ix.Locate(l.lead, u.first+k)
+			lo := loc.Offset - first.Offset
+			u.data[k], u.offs[k] = span[lo:lo+int64(loc.Size)], loc.Offset
+		}
+		err = l.decodePages(l.prodD, u, u.dicts[l.leadPos], read)
+		clear(u.data[:u.n])
+		if err != nil || len(l.sides) == 0 {
+			return err
+		}
 	}
 	// The other columns' pages, one read each into their own buffers.
 	for s, k := range l.sides {
@@ -177,7 +176,7 @@ func (l *Loader) readUnitSync(u *unit) error {
 			u.data[sp.base+j], u.offs[sp.base+j] = slices.Clone(b), loc.Offset
 		}
 	}
-	err = l.decodeSides(l.prodD, u, u.dicts, read)
+	err := l.decodeSides(l.prodD, u, u.dicts, read)
 	clear(u.data[:u.nr])
 	return err
 }

@@ -55,7 +55,16 @@ type unit struct {
 	// the slots are then released with the batch, not after decoding.
 	aliased bool
 	err     error
-	pc      int8 // its page cache state (rowcache.go)
+	// Row shuffle's page cache (rowcache.go): rc says the unit went
+	// through it, pc is its lead page's state, reads whether it reads
+	// any page itself, claims the pages it reads for others, waits the
+	// arrivals it waits for, pcErr the first error one brought.
+	rc     bool
+	reads  bool
+	pc     int8
+	claims []pcClaim
+	waits  atomic.Int32
+	pcErr  error
 }
 
 // fetchBatch is a batch of units read together (RINAS): all its reads are
@@ -100,7 +109,9 @@ func (fb *fetchBatch) releasePages() {
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
 		for _, p := range u.pages {
-			p.Release()
+			if p != nil { // a slot a page cache wait never filled
+				p.Release()
+			}
 		}
 		u.pages = u.pages[:0]
 		u.releaseSides()
@@ -276,6 +287,7 @@ func (l *Loader) prepareChunk(k, c int) error {
 // once.
 func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Request) error {
 	defer l.rowPagesLookup(fb)()
+	defer l.rowPagesHit(fb, l.hits)
 	for i := range fb.units[:fb.n] {
 		if fb.units[i].skipsReads() {
 			continue
@@ -287,8 +299,6 @@ func (l *Loader) submit(ctx context.Context, fb *fetchBatch, reqs []engine.Reque
 		}
 	}
 	reqs = reqs[:0]
-	l.hits = l.rowPageHits(fb, l.hits)
-	defer l.rowPagesHit(fb, l.hits)
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
 		if u.skipsReads() {
@@ -397,10 +407,18 @@ func (l *Loader) decodeWith(dec *codec.Decoder, u *unit) error {
 			u.data[k] = c.Data[lo:hi]
 		}
 	}
-	if err := l.decodePages(dec, u, u.dicts[l.leadPos], preadFile); err != nil {
-		return err
+	// A row unit of the page cache decodes every page it read, past a
+	// failed one: the units parked on its other pages need them.
+	var err error
+	if !u.leadCached() {
+		if err = l.decodePages(dec, u, u.dicts[l.leadPos], preadFile); err != nil && !u.rc {
+			return err
+		}
 	}
-	return l.decodeSides(dec, u, u.dicts, preadFile)
+	if serr := l.decodeSides(dec, u, u.dicts, preadFile); err == nil {
+		err = serr
+	}
+	return err
 }
 
 // decodePages decodes the pages of u held in u.data; read fetches pages
@@ -499,9 +517,21 @@ func (l *Loader) chunkEnd(k, c int) int {
 	return ci.FirstPage + ci.NumPages
 }
 
-// finishUnit records a landed unit.
+// finishUnit records a unit whose reads have been decoded (or failed,
+// err): it lands, unless it is a row unit of the page cache still
+// waiting for pages other units decode (rowcache.go).
 func (l *Loader) finishUnit(fb *fetchBatch, u *unit, err error) {
-	l.rowPageDone(u, err)
+	if u.rc {
+		if l.rowPageDone(u, err) {
+			l.completeRow(fb, u)
+		}
+		return
+	}
+	l.landUnit(fb, u, err)
+}
+
+// landUnit records a landed unit.
+func (l *Loader) landUnit(fb *fetchBatch, u *unit, err error) {
 	l.fc.release(l.ix.Chunk(l.lead, u.chunk).File)
 	if err != nil && !l.skip(fb, u, err) {
 		u.err = err

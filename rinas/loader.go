@@ -44,8 +44,8 @@ type Stats struct {
 	StraddleReads int64
 	// SideCacheHits counts the side pages taken from the side cache
 	// instead of being read (Config.SideCacheBytes). PageCacheHits counts
-	// the rows of row shuffle that took their page from one decoded for
-	// another row instead of reading it.
+	// the pages (of every projected column) that rows of row shuffle took
+	// from a page decoded for another row instead of reading them.
 	SideCacheHits int64
 	PageCacheHits int64
 	// Reads counts the page read requests issued (unordered fetch);
@@ -132,7 +132,7 @@ type Loader struct {
 	chunks []*codec.Chunk
 	dicts  dictCache
 	sideC  sideCache // decoded pages of the other columns (Config.SideCacheBytes)
-	pcache pageCache // decoded lead pages for row shuffle (rowcache.go)
+	pcache pageCache // decoded pages of every column for row shuffle (rowcache.go)
 	free   chan *fetchBatch
 	ready  chan *fetchBatch // in order; a nil-units batch marks an epoch's end
 
@@ -537,9 +537,6 @@ func (l *Loader) openEngine() error {
 		l.cpus = opts.CPUSets[0]
 	}
 	l.sideC.init(z.mem.side)
-	if benchNoPageCache {
-		z.pageCache = 0
-	}
 	l.pcache.init(z.pageCache)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine

@@ -3,8 +3,10 @@ package rinas
 import (
 	"container/list"
 	"errors"
+	"slices"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pagefeed/pagefeed/codec"
 )
 
@@ -14,48 +16,68 @@ var errPageGone = errors.New("rinas: the page a row waited for was not decoded")
 
 // Row shuffle reads one row per unit, so a page of R rows is fetched R
 // times an epoch: with pages of megabytes (DuckDB writes one page per
-// column chunk) every row would read and decode a whole page. pageCache
-// keeps decoded lead pages for row shuffle of one column, so a unit whose
-// page is held takes its row from there, and a unit whose page an earlier
-// unit is still reading waits for that decode instead of reading it again
-// (it is parked, as units are for a dictionary). A page is then read once
-// while it stays in memory: the cache holds what MemoryLimit leaves, up to
-// the dataset's decoded size, least recently used first out. With other
-// columns projected, units read their pages as before (the side cache
-// holds the other columns' pages).
+// column chunk) every row would read and decode a whole page of every
+// projected column. pageCache keeps decoded pages of every projected
+// column for row shuffle, keyed by column and page: a unit takes each of
+// its pages (its lead page, and the pages of every other column that hold
+// its row) from the cache when held, waits for the decode of a page
+// another unit is reading (it is parked on that page, as units are on a
+// dictionary), and reads the rest, for itself and the units that come to
+// wait on them. A page is then read and decoded once while it stays in
+// memory: the cache holds what MemoryLimit leaves, up to the dataset's
+// decoded size, least recently used first out.
+//
+// A unit lands once everything it waits for has arrived: its own reads'
+// decode and each page it is parked on (unit.waits counts them). Whoever
+// delivers the last (the unit's worker, or the worker of a unit that read
+// a page for it) cuts its row out of the other columns' pages and lands
+// it. A page whose reader failed fails the units parked on it with the
+// reader's error; a page the reader decoded reaches them even when
+// another of its pages failed.
 type pageCache struct {
 	mu      sync.Mutex
 	max     int64
 	bytes   int64
-	m       map[int]*list.Element // page → *pageEntry
-	lru     list.List             // most recent at the front
-	pending map[int][]parkedRow   // page → units waiting for its decode
+	m       map[uint64]*list.Element // pcKey → *pageEntry
+	lru     list.List                // most recent at the front
+	pending map[uint64][]parkedRow   // page → units waiting for its decode
 }
 
 type pageEntry struct {
-	g    int
+	key  uint64
 	p    codec.Page // holds one reference to its array
 	size int64
 }
 
-// parkedRow is a unit waiting for the decode of its page by another unit.
+// parkedRow is a unit waiting for the decode of one of its pages by
+// another unit: its lead page (side -1) or page j of side span side.
 type parkedRow struct {
-	fb *fetchBatch
-	u  *unit
+	fb      *fetchBatch
+	u       *unit
+	side, j int
 }
 
-// The page cache states of a unit (unit.pc).
+// pcClaim is a page a unit reads for the units that come to wait on it:
+// its lead page (side -1) or page j of side span side.
+type pcClaim struct {
+	key     uint64
+	side, j int
+}
+
+// The page cache states of a unit's lead page (unit.pc).
 const (
-	pcNone   = iota // reads its pages
-	pcHit           // its page came from the cache: nothing to read
-	pcParked        // waits for another unit's decode of its page
-	pcOwner         // reads its page for the units parked on it
+	pcNone   = iota // reads it
+	pcHit           // from the cache: nothing to read
+	pcParked        // waits for another unit's decode of it
+	pcOwner         // reads it for the units parked on it
 )
+
+func pcKey(k, g int) uint64 { return uint64(k)<<40 | uint64(g) }
 
 func (c *pageCache) init(max int64) {
 	c.max = max
-	c.m = map[int]*list.Element{}
-	c.pending = map[int][]parkedRow{}
+	c.m = map[uint64]*list.Element{}
+	c.pending = map[uint64][]parkedRow{}
 }
 
 // share returns a new Page holding one more reference to p's array.
@@ -65,37 +87,118 @@ func share(p *codec.Page) *codec.Page {
 	return &q
 }
 
-// lookup decides how unit u of fb gets page g, in u.pc: from the cache
-// (pcHit, its page set), from a decode under way (pcParked), or by
-// reading it (pcOwner: units that want g meanwhile wait for it). u.pc is
-// set under the lock: the decode a parked unit waits for may finish it on
-// a worker at once. Producer only.
-func (c *pageCache) lookup(g int, fb *fetchBatch, u *unit) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.m[g]; e != nil {
+// takeLocked decides how unit u of fb gets page key (its lead page for
+// side -1, else page j of side span side): held (returned, shared for
+// the caller), under decode by another unit (u is parked on it and
+// waits for one more arrival), or neither (nil, false). c.mu is held.
+func (c *pageCache) takeLocked(key uint64, fb *fetchBatch, u *unit, side, j int) (p *codec.Page, parked bool) {
+	if e := c.m[key]; e != nil {
 		c.lru.MoveToFront(e)
-		u.pages = append(u.pages[:0], share(&e.Value.(*pageEntry).p))
-		u.pc = pcHit
-		return
+		return share(&e.Value.(*pageEntry).p), false
 	}
-	if w, ok := c.pending[g]; ok {
-		u.pc = pcParked
-		c.pending[g] = append(w, parkedRow{fb, u})
-		return
+	if w, ok := c.pending[key]; ok {
+		c.pending[key] = append(w, parkedRow{fb, u, side, j})
+		u.waits.Add(1)
+		return nil, true
 	}
-	c.pending[g] = nil
-	u.pc = pcOwner
+	return nil, false
 }
 
-// resolve records the decode of page g (p, or nil) and returns the units
-// parked on it. p is kept when it fits the cache.
-func (c *pageCache) resolve(g int, p *codec.Page) []parkedRow {
+// claimLocked makes u the reader of page key: units that want it
+// meanwhile wait for u's decode. c.mu is held.
+func (c *pageCache) claimLocked(key uint64, u *unit, side, j int) {
+	c.pending[key] = nil
+	u.claims = append(u.claims, pcClaim{key, side, j})
+}
+
+// lookup decides, for unit u of fb, how it gets each of its pages (see
+// takeLocked), claims the pages it reads and no other unit is reading,
+// and reports whether u is complete already (every page held): it then
+// reads nothing and the caller lands it. Otherwise u reads what it must
+// (unit.reads) and lands when its reads and the pages it waits for have
+// all arrived. Its state is set under the lock: the decode a parked unit
+// waits for may finish it on a worker at once. Producer only.
+func (l *Loader) lookup(fb *fetchBatch, u *unit) (ready bool) {
+	c := &l.pcache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	parked := c.pending[g]
-	delete(c.pending, g)
-	if p == nil || c.m[g] != nil || p.Aliased() {
+	u.rc, u.reads, u.pcErr, u.claims = true, false, nil, u.claims[:0]
+	u.waits.Store(1) // the lookup's own hold, dropped at its end
+	key := pcKey(l.lead, u.first)
+	switch p, parked := c.takeLocked(key, fb, u, -1, 0); {
+	case p != nil:
+		u.pages, u.pc = append(u.pages[:0], p), pcHit
+		l.sa.pageHits.Add(1)
+	case parked:
+		u.pages, u.pc = append(u.pages[:0], nil), pcParked // its slot
+	default:
+		c.claimLocked(key, u, -1, 0)
+		u.pc, u.reads = pcOwner, true
+	}
+	for s, k := range l.sides {
+		sp := &u.side[s]
+		if sp.hit || sp.keep == 0 {
+			continue
+		}
+		// The span's pages come from the cache or other units' decodes
+		// when each of them does; else the unit reads the whole span
+		// (a row may run into pages beyond the kept ones) and claims
+		// the pages no one is reading.
+		all := true
+		for j := range sp.keep {
+			key := pcKey(k, sp.first+j)
+			if c.m[key] == nil {
+				if _, ok := c.pending[key]; !ok {
+					all = false
+					break
+				}
+			}
+		}
+		if !all {
+			for j := range sp.keep {
+				key := pcKey(k, sp.first+j)
+				if _, ok := c.pending[key]; !ok && c.m[key] == nil {
+					c.claimLocked(key, u, s, j)
+				}
+			}
+			u.reads = true
+			continue
+		}
+		sp.cached = slices.Grow(sp.cached[:0], sp.keep)[:sp.keep]
+		for j := range sp.keep {
+			p, _ := c.takeLocked(pcKey(k, sp.first+j), fb, u, s, j)
+			sp.cached[j] = nil
+			if p != nil {
+				sp.cached[j] = p.Array() // the share's reference
+				l.sa.pageHits.Add(1)
+			}
+		}
+		sp.hit, sp.n = true, 0
+	}
+	if u.reads {
+		u.waits.Add(1)
+	}
+	// Number the reads left without gaps: a request's reads run to the
+	// next request's first (unitRequests).
+	u.nr = 0
+	if !u.leadCached() {
+		u.nr = u.n
+	}
+	for s := range u.side {
+		u.side[s].base = u.nr
+		u.nr += u.side[s].n
+	}
+	return u.waits.Add(-1) == 0
+}
+
+// resolve records the decode of page key (p, or nil) and returns the
+// units parked on it. p is kept when it fits the cache.
+func (c *pageCache) resolve(key uint64, p *codec.Page) []parkedRow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parked := c.pending[key]
+	delete(c.pending, key)
+	if p == nil || c.m[key] != nil || p.Aliased() {
 		return parked
 	}
 	// The page's decoded bytes, as its header says: its buffers come in
@@ -104,13 +207,13 @@ func (c *pageCache) resolve(g int, p *codec.Page) []parkedRow {
 	if size > c.max {
 		return parked
 	}
-	c.m[g] = c.lru.PushFront(&pageEntry{g: g, p: *share(p), size: size})
+	c.m[key] = c.lru.PushFront(&pageEntry{key: key, p: *share(p), size: size})
 	c.bytes += size
 	for c.bytes > c.max {
 		e := c.lru.Back()
 		ent := e.Value.(*pageEntry)
 		c.lru.Remove(e)
-		delete(c.m, ent.g)
+		delete(c.m, ent.key)
 		c.bytes -= ent.size
 		ent.p.Release()
 	}
@@ -125,33 +228,36 @@ func (c *pageCache) drop() {
 		e.Value.(*pageEntry).p.Release()
 	}
 	c.lru.Init()
-	c.m = map[int]*list.Element{}
-	c.pending = map[int][]parkedRow{}
+	c.m = map[uint64]*list.Element{}
+	c.pending = map[uint64][]parkedRow{}
 	c.bytes = 0
 }
 
 // usesPageCache reports whether row units go through the page cache.
 func (l *Loader) usesPageCache() bool {
-	return l.cfg.Shuffle == ShuffleRow && len(l.sides) == 0 && l.pcache.max > 0
+	return l.cfg.Shuffle == ShuffleRow && l.pcache.max > 0
 }
 
-// rowPagesLookup decides, for each unit of fb, whether it reads its lead
-// page or takes it from the page cache or a decode under way (row shuffle
-// of one column). It runs once fb's landing counts are set (a unit parked
-// here may be finished by another unit's decode at once), before fb's
-// reads are issued, and returns what the producer calls when it is done
-// with fb: until then fb counts one more unit to land, so that it cannot
-// pass to the consumer (its units all parked and finished by others)
-// while the producer still reads it.
+// rowPagesLookup decides, for each unit of fb, which of its pages it
+// reads and which it takes from the page cache or a decode under way
+// (row shuffle), listing in l.hits the units that read nothing and wait
+// for nothing, for rowPagesHit. It runs once fb's landing counts are set
+// (a unit parked here may be finished by another unit's decode at once),
+// before fb's reads are issued, and returns what the producer calls when
+// it is done with fb: until then fb counts one more unit to land, so that
+// it cannot pass to the consumer (its units all parked and finished by
+// others) while the producer still reads it.
 func (l *Loader) rowPagesLookup(fb *fetchBatch) (done func()) {
+	l.hits = l.hits[:0]
 	if !l.usesPageCache() {
 		return noop
 	}
 	fb.left.Add(1)
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
-		u.pc = pcNone
-		l.pcache.lookup(u.first, fb, u)
+		if l.lookup(fb, u) {
+			l.hits = append(l.hits, u)
+		}
 	}
 	return func() {
 		if fb.left.Add(-1) == 0 {
@@ -160,58 +266,92 @@ func (l *Loader) rowPagesLookup(fb *fetchBatch) (done func()) {
 	}
 }
 
-// rowPageDone runs when unit u of fb has landed (finishUnit), with its
-// error: a unit that read its page for others hands each a share of it
-// (or the error) and finishes them.
-func (l *Loader) rowPageDone(u *unit, err error) {
-	if u.pc != pcOwner {
-		return
-	}
-	// u.pc stays (the producer may still read it): a unit lands once per
-	// lookup, and the next lookup sets it again.
-	var p *codec.Page
-	if err == nil && len(u.pages) == 1 {
-		p = u.pages[0]
-	}
-	for _, w := range l.pcache.resolve(u.first, p) {
-		werr := err
-		if p != nil {
-			w.u.pages = append(w.u.pages[:0], share(p))
-		} else if werr == nil {
-			werr = errPageGone
-		}
-		l.sa.pageHits.Add(1)
-		l.finishUnit(w.fb, w.u, werr)
-	}
-}
-
-// rowPageHits lists fb's units whose page the cache gave (their reads
-// are skipped) into hits, for rowPagesHit: listed before any of fb's
-// reads is issued, since once its last unit lands fb belongs to the
-// consumer.
-func (l *Loader) rowPageHits(fb *fetchBatch, hits []*unit) []*unit {
-	hits = hits[:0]
-	for i := range fb.units[:fb.n] {
-		if u := &fb.units[i]; u.pc == pcHit {
-			hits = append(hits, u)
-		}
-	}
-	return hits
-}
-
-// rowPagesHit finishes the units of fb that rowPageHits listed; fb is
+// rowPagesHit lands the units of fb that rowPagesLookup listed; fb is
 // not touched after the last.
 func (l *Loader) rowPagesHit(fb *fetchBatch, hits []*unit) {
 	for _, u := range hits {
-		l.sa.pageHits.Add(1)
-		l.finishUnit(fb, u, nil)
+		l.completeRow(fb, u)
 	}
+}
+
+// rowPageDone runs when a row unit that read pages has decoded them (or
+// failed, err): it hands each page it claimed to the units parked on it
+// (or the error when the page was not decoded), and reports whether u
+// itself is complete (nothing else to wait for).
+func (l *Loader) rowPageDone(u *unit, err error) bool {
+	for _, cl := range u.claims {
+		var p *codec.Page
+		if cl.side < 0 {
+			if len(u.pages) == 1 && u.pages[0] != nil {
+				p = u.pages[0]
+			}
+		} else if sp := &u.side[cl.side]; cl.j < len(sp.pages) {
+			p = sp.pages[cl.j]
+		}
+		if err == nil && p == nil {
+			err = errPageGone
+		}
+		for _, w := range l.pcache.resolve(cl.key, p) {
+			werr := err
+			if p != nil {
+				werr = nil
+				q := share(p)
+				if w.side < 0 {
+					w.u.pages[0] = q
+				} else {
+					w.u.side[w.side].cached[w.j] = q.Array()
+				}
+				l.sa.pageHits.Add(1)
+			}
+			if l.rowArrive(w.u, werr) {
+				l.completeRow(w.fb, w.u)
+			}
+		}
+	}
+	return l.rowArrive(u, err)
+}
+
+// rowArrive counts one arrival for u (err: it brought an error, the
+// first of which u lands with) and reports whether it was the last.
+func (l *Loader) rowArrive(u *unit, err error) bool {
+	if err != nil {
+		l.pcache.mu.Lock()
+		if u.pcErr == nil {
+			u.pcErr = err
+		}
+		l.pcache.mu.Unlock()
+	}
+	return u.waits.Add(-1) == 0
+}
+
+// completeRow lands a row unit whose pages have all arrived: its row of
+// the other columns is cut from their pages, or the first error it met
+// fails it (the slots of pages that never came are dropped).
+func (l *Loader) completeRow(fb *fetchBatch, u *unit) {
+	l.pcache.mu.Lock()
+	err := u.pcErr
+	l.pcache.mu.Unlock()
+	if err == nil {
+		err = l.cutSides(u)
+	}
+	if err != nil {
+		u.pages = slices.DeleteFunc(u.pages, func(p *codec.Page) bool { return p == nil })
+		for s := range u.side {
+			sp := &u.side[s]
+			sp.cached = slices.DeleteFunc(sp.cached, func(a arrow.Array) bool { return a == nil })
+		}
+	}
+	l.landUnit(fb, u, err)
 }
 
 func noop() {}
 
 // skipsReads reports whether unit u reads nothing itself (page cache).
-func (u *unit) skipsReads() bool { return u.pc == pcHit || u.pc == pcParked }
+func (u *unit) skipsReads() bool { return u.rc && !u.reads }
+
+// leadCached reports whether u's lead page comes from the page cache or
+// another unit's decode, not from its own read.
+func (u *unit) leadCached() bool { return u.rc && (u.pc == pcHit || u.pc == pcParked) }
 
 // benchNoPageCache makes Open size no page cache, for
 // BenchmarkRowShuffleHugePages to measure what the cache saves. Nothing

@@ -163,10 +163,9 @@ type sizing struct {
 	shrunk    string
 	heapShare int64
 	// pageCache is the row shuffle's page cache (rowcache.go), taken from
-	// what the limit leaves; rowShuffle1 says it is used (row shuffle of
-	// one column).
-	pageCache   int64
-	rowShuffle1 bool
+	// what the limit leaves; rowShuffle says it is used.
+	pageCache  int64
+	rowShuffle bool
 	// bufferRows is the shuffle buffer's capacity (Config.BufferRows
 	// resolved: defaultBufferRows).
 	bufferRows int
@@ -401,7 +400,7 @@ func planSizing(cfg Config, s indexSummary) (sizing, error) {
 func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetch, bp int) {
 	z.prefetch, z.batchPages = prefetch, bp
 	z.syncFiles = syncFiles(cfg)
-	z.rowShuffle1 = cfg.Shuffle == ShuffleRow && s.sides == 0
+	z.rowShuffle = cfg.Shuffle == ShuffleRow && !benchNoPageCache
 	z.perBatch = bp * z.unitReads
 	z.fetchBatches = prefetch + 1
 	// Slots hold requests, a coalesced run in one: a row group of
@@ -457,19 +456,22 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 		z.tokenBufs = prefetch + 2
 		m.tokens = satMul(tokenBufBytes64(cfg.BatchRows, cfg.SeqLen, cfg.Tokens64), int64(z.tokenBufs))
 	}
-	// Row shuffle of one column reads a page per row: the page cache
-	// (rowcache.go) holds decoded pages for the rows that share them, up
-	// to the dataset's decoded size (at least two of its largest pages),
-	// at most half the limit.
+	// Row shuffle reads the pages of every projected column for each
+	// row: the page cache (rowcache.go) holds decoded pages of every
+	// column for the rows that share them, up to the dataset's decoded
+	// size (at least two of its largest pages of each column), at most
+	// half the limit.
 	z.pageCache = 0
-	if z.rowShuffle1 {
-		data := max(satAdd(int64(s.rowBytes*float64(s.units)*1.25), 1<<20), satMul(2, int64(z.decodedPage)))
+	if z.rowShuffle {
+		largest := satAdd(int64(z.decodedPage), satMul(int64(s.sides), int64(z.sideDecoded)))
+		data := max(satAdd(int64(s.rowBytes*float64(s.units)*1.25), 1<<20), satMul(2, largest))
 		z.pageCache = min(data, m.limit/2)
 		m.cache = z.pageCache
 	}
 	// Row-group units read whole chunks: no page of another column
-	// straddles two of them, so there is nothing for a side cache to hold.
-	if s.sides > 0 && cfg.SideCacheBytes > 0 && cfg.Shuffle != ShuffleRowGroup {
+	// straddles two of them, so there is nothing for a side cache to
+	// hold; row shuffle's page cache holds the other columns' pages.
+	if s.sides > 0 && cfg.SideCacheBytes > 0 && cfg.Shuffle != ShuffleRowGroup && z.pageCache == 0 {
 		// No more than the other columns' pages hold, decoded.
 		m.side = min(cfg.SideCacheBytes, max(s.sideBytes, 1<<20))
 		if cfg.sideAuto {

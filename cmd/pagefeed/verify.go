@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/codec/codectest"
+	"github.com/pagefeed/pagefeed/index"
 )
 
 func init() {
@@ -87,6 +88,16 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 }
 
 func verifyFile(path string, cols []string, rng *rand.Rand) []verifyResult {
+	// Only regular files: opening a FIFO would wait for a writer forever.
+	if st, err := os.Stat(path); err != nil {
+		return []verifyResult{{File: path, Column: "-", Status: "ERROR", Reason: err.Error()}}
+	} else if !st.Mode().IsRegular() {
+		_, err := index.ExpandPaths([]string{path}, nil) // names the kind: a FIFO, a socket, a device
+		if err == nil {
+			err = errors.New("a directory: name its files (verify FILE...)")
+		}
+		return []verifyResult{{File: path, Column: "-", Status: "ERROR", Reason: err.Error()}}
+	}
 	rdr, err := codectest.Open(path)
 	if errors.Is(err, codectest.ErrFooterUnsupported) {
 		return []verifyResult{{File: path, Column: "-", Status: "UNSUPPORTED", Reason: err.Error()}}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -104,4 +105,24 @@ func TestVerifyFindsMismatch(t *testing.T) {
 		t.Fatalf("rows %d, difference %v; want 4, row 2", rows, m)
 	}
 	_ = arrow.BinaryTypes.String
+}
+
+// TestVerifyRefusesFIFO checks that verify names a FIFO (or any path that
+// is not a regular file) as an ERROR instead of opening it, which would
+// wait for a writer that never comes.
+func TestVerifyRefusesFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "x.parquet")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	t.Cleanup(func() {
+		// A verify stuck opening the FIFO (the bug) gets its writer and ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	code, out, _ := runCmdWithin(t, "verify", fifo)
+	if code == 0 || !strings.Contains(out, fifo+" - ERROR") || !strings.Contains(out, "not a regular file") {
+		t.Errorf("exit %d, output %q: want an ERROR naming the FIFO", code, out)
+	}
 }

@@ -352,6 +352,8 @@ class Loader:
             raise ConfigError("pagefeed: rank given without world")
         given.update(config)
         for k, v in given.items():
+            if v is None and k in config and k not in _KEYS:
+                cfg[k] = None  # a misspelled key left at None is still refused by the library
             if v is not None:
                 v = _check_key(k, v)
                 if v is not False:  # False is every flag's default: the config stays short

@@ -274,6 +274,7 @@ def test_batch_copy_is_refused(corpus):
     (dict(prefetch=float("inf")), r"prefetch=inf: want an integer"),
     (dict(eos=2 ** 31), r"eos=2147483648: want -2147483648..2147483647"),
     (dict(unknown_key=float("nan")), r"config: Out of range float values are not JSON compliant"),
+    (dict(keep_unevn=None), r'unknown field "keep_unevn"'),
     (dict(rank=1), r"rank given without world"),
 ])
 def test_arguments_checked(corpus, kw, msg):
