@@ -597,11 +597,16 @@ func TestErrno(t *testing.T) {
 
 // TestUnread: a batch given back is delivered again by the next Next,
 // and the state taken meanwhile counts it as not delivered; only the
-// last batch, neither released nor exported, goes back.
+// last batch, neither released nor exported, goes back. So for page
+// and row batches of one dataset and for a mixture.
 func TestUnread(t *testing.T) {
 	dir := genData(t)
-	for _, extra := range []map[string]any{{"batch_pages": 2}, {"batch_rows": 64}} {
-		cfg := map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "world": 1, "deterministic": true}
+	mix := []map[string]any{{"paths": []string{dir}, "name": "a", "weight": 0.7}, {"paths": []string{dir}, "name": "b", "weight": 0.3}}
+	for _, extra := range []map[string]any{{"batch_pages": 2}, {"batch_rows": 64}, {"batch_rows": 64, "sources": mix}} {
+		cfg := map[string]any{"columns": []string{"id"}, "world": 1, "deterministic": true}
+		if extra["sources"] == nil {
+			cfg["paths"] = []string{dir}
+		}
 		maps.Copy(cfg, extra)
 		h := open(t, cfg)
 		ids := func(bh int64) (out []int64) {
@@ -652,55 +657,68 @@ func TestUnread(t *testing.T) {
 }
 
 // TestDescribeFailureKeepsTheBatch: a batch whose descriptor cannot be
-// built goes back to the loader; the next call delivers its rows.
+// built goes back to the loader; the next call delivers its rows. So for
+// one dataset and for a mixture of two sources (of the same files).
 func TestDescribeFailureKeepsTheBatch(t *testing.T) {
 	dir := genData(t)
-	h := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "deterministic": true})
-	defer closeLoader(h)
-	ref := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "deterministic": true})
-	defer closeLoader(ref)
-	ids := func(bh int64) (out []int64) {
-		for _, a := range lookup(table.batches, bh).b.Columns[0].Arrays {
-			out = append(out, a.(interface{ Int64Values() []int64 }).Int64Values()...)
+	mix := []map[string]any{{"paths": []string{dir}, "name": "a", "weight": 0.7}, {"paths": []string{dir}, "name": "b", "weight": 0.3}}
+	for _, c := range []struct {
+		src  map[string]any
+		rows int
+	}{{map[string]any{"paths": []string{dir}}, 3000}, {map[string]any{"sources": mix}, 6000}} {
+		cfg := func(extra map[string]any) map[string]any {
+			m := map[string]any{"columns": []string{"id"}, "batch_rows": 100, "world": 1}
+			maps.Copy(m, c.src)
+			maps.Copy(m, extra)
+			return m
 		}
-		return out
-	}
-	fail := errors.New("descriptor refused")
-	restore := failDescribe(fail)
-	_, _, err := nextBatch(h, -1)
-	restore()
-	if !errors.Is(err, fail) {
-		t.Fatalf("next with a failing describe: %v", err)
-	}
-	// The state counts nothing delivered: resumed, it gives every row.
-	after, _ := stateJSON(h, false)
-	rh := open(t, map[string]any{"paths": []string{dir}, "columns": []string{"id"}, "batch_rows": 100, "world": 1, "resume": json.RawMessage(after)})
-	n := 0
-	for {
-		bh, _, err := nextBatch(rh, -1)
-		if err == io.EOF {
-			break
+		h := open(t, cfg(map[string]any{"deterministic": true}))
+		ref := open(t, cfg(map[string]any{"deterministic": true}))
+		ids := func(bh int64) (out []int64) {
+			for _, a := range lookup(table.batches, bh).b.Columns[0].Arrays {
+				out = append(out, a.(interface{ Int64Values() []int64 }).Int64Values()...)
+			}
+			return out
 		}
-		if err != nil {
-			t.Fatal(err)
+		fail := errors.New("descriptor refused")
+		restore := failDescribe(fail)
+		_, _, err := nextBatch(h, -1)
+		restore()
+		if !errors.Is(err, fail) {
+			t.Fatalf("next with a failing describe: %v", err)
 		}
-		n += len(ids(bh))
-		releaseBatch(bh)
-	}
-	closeLoader(rh)
-	if n != 3000 {
-		t.Fatalf("resumed from the state after the failure: %d rows, want 3000", n)
-	}
-	for {
-		bh, _, err := nextBatch(h, -1)
-		rh, _, rerr := nextBatch(ref, -1)
-		if err == io.EOF && rerr == io.EOF {
-			break
+		// The state counts nothing delivered: resumed, it gives every row.
+		after, _ := stateJSON(h, false)
+		rh := open(t, cfg(map[string]any{"resume": json.RawMessage(after)}))
+		n := 0
+		for {
+			bh, _, err := nextBatch(rh, -1)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(ids(bh))
+			releaseBatch(bh)
 		}
-		if err != nil || rerr != nil || !slices.Equal(ids(bh), ids(rh)) {
-			t.Fatalf("after the failure: %v %v, batches differ from an undisturbed run", err, rerr)
+		closeLoader(rh)
+		if n != c.rows {
+			t.Fatalf("%v: resumed from the state after the failure: %d rows, want %d", c.src, n, c.rows)
 		}
-		releaseBatch(bh)
-		releaseBatch(rh)
+		for {
+			bh, _, err := nextBatch(h, -1)
+			rh, _, rerr := nextBatch(ref, -1)
+			if err == io.EOF && rerr == io.EOF {
+				break
+			}
+			if err != nil || rerr != nil || !slices.Equal(ids(bh), ids(rh)) {
+				t.Fatalf("%v: after the failure: %v %v, batches differ from an undisturbed run", c.src, err, rerr)
+			}
+			releaseBatch(bh)
+			releaseBatch(rh)
+		}
+		closeLoader(h)
+		closeLoader(ref)
 	}
 }

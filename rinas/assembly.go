@@ -108,7 +108,7 @@ func (l *Loader) Unread(b *Batch) error {
 		return ErrClosed
 	}
 	if l.mix != nil {
-		return ErrUnread // a mixture does not take batches back
+		return l.mix.unread(b)
 	}
 	r := &l.last
 	if b == nil || r.b != b || !b.released.CompareAndSwap(false, true) {

@@ -123,9 +123,10 @@
 // every source's rest to the new world. A Next cut short by its context
 // keeps the batch it was assembling, and State until it is returned
 // counts none of it. Stats.Sources counts rows, tokens, epochs begun and
-// bytes read per source. A mixture does not take batches back (Unread
-// returns ErrUnread) and delivers row batches (BatchRows, default 1024
-// for Arrow output).
+// bytes read per source. Unread gives a mixture's batch back as it does
+// one dataset's (the next Next returns the same rows, State counts them
+// as not delivered). A mixture delivers row batches (BatchRows, default
+// 1024 for Arrow output).
 //
 // A Loader is used by one goroutine: Next, Unread, State and Close must
 // not be called concurrently. Batch.Release may be called from any goroutine.

@@ -172,7 +172,9 @@ func (l *Loader) State() *State {
 // An epoch resumed from a State counts its whole length, the batches
 // delivered before the checkpoint included; the rest of an epoch that
 // Reshard dealt to this world counts its own steps (the same on every
-// rank), not the old world's.
+// rank), not the old world's. A mixture's Len is its epoch's steps
+// (Config.EpochSize over World × BatchRows), the rest of a resharded
+// epoch likewise its own.
 func (l *Loader) Len() int {
 	if l.mix != nil {
 		return int(l.mix.steps())
@@ -193,7 +195,10 @@ func (l *Loader) EpochLen(epoch uint64) (int, error) {
 		return 0, ErrClosed
 	}
 	if l.mix != nil {
-		return int(l.mix.steps()), nil
+		if epoch == l.mix.epoch {
+			return int(l.mix.steps()), nil
+		}
+		return int(l.mix.stepsOf(l.mix.units)), nil
 	}
 	if epoch == l.epoch {
 		return int(l.share.Steps), nil

@@ -47,12 +47,17 @@ type MixState struct {
 	// Units is the epoch's rows for the whole world (tokens output: rows
 	// of the token matrix) and BatchRows the batch, so that Reshard can
 	// count the rest of the epoch.
-	Units     uint64        `json:"units"`
-	BatchRows int           `json:"batch_rows"`
-	EpochEnd  bool          `json:"epoch_end,omitempty"`
-	Shares    []float64     `json:"shares"`
-	Given     []uint64      `json:"given"`
-	Sources   []SourceState `json:"sources"`
+	Units     uint64 `json:"units"`
+	BatchRows int    `json:"batch_rows"`
+	// Rest, when Reshard dealt the epoch to this world, is the rows of
+	// the epoch the old world left (tokens output: rows of the token
+	// matrix): this world's epoch is that remainder, in steps of its own,
+	// and Batches counts the batches delivered in it. 0: the whole epoch.
+	Rest     uint64        `json:"rest,omitempty"`
+	EpochEnd bool          `json:"epoch_end,omitempty"`
+	Shares   []float64     `json:"shares"`
+	Given    []uint64      `json:"given"`
+	Sources  []SourceState `json:"sources"`
 }
 
 // SourceState is one source's progress in a MixState.
@@ -90,6 +95,7 @@ type mixture struct {
 	srcs  []*Loader
 	blend *plan.Blend
 	units uint64 // the epoch, for the whole world: rows (tokens output: rows of the token matrix)
+	rest  uint64 // the resharded remainder of the current epoch, in the same units (0: none)
 	cols  []string
 	eng   *engine.Engine
 	// engOpts are the engine's options (its slots count against
@@ -121,6 +127,16 @@ type mixture struct {
 		cu    []int32
 		toks  []int64
 		rows  []int64
+	}
+	// The batch the last Next returned, what Unread needs to give it
+	// back: the sources' batches it holds (arrow output) or its token
+	// matrix, and each touched source's State from before it. Next drops
+	// it (the batch owns them until then), so keeping it costs nothing.
+	back struct {
+		b    *Batch
+		got  [][]*Batch
+		snap []*State
+		tb   *tokenBuf
 	}
 	// The token matrices (tokens output): parked in tokBufs, given back
 	// by Batch.Release from any goroutine; once closed, one given back is
@@ -318,7 +334,7 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 	if m.blend, err = plan.NewBlend(ws); err != nil {
 		return nil, fmt.Errorf("%w: sources %q: %w", ErrConfig, names, err)
 	}
-	if m.steps() == 0 {
+	if m.stepsOf(m.units) == 0 {
 		return nil, fmt.Errorf("%w: the mixture's epoch of %d rows does not fill one batch of %d rows on each of %d ranks (set EpochSize)",
 			ErrConfig, size, cfg.BatchRows, cfg.World)
 	}
@@ -472,17 +488,29 @@ func (m *mixture) engineBytes() int64 {
 	return int64(o.SlotSize) * int64(o.SlotsPerWorker) * int64(max(o.Workers, 1))
 }
 
-// steps is the batches every rank takes in a mixture epoch: the epoch's
-// rows dealt out as Config's equal-steps policy says.
-func (m *mixture) steps() uint64 {
+// epochUnits is the current epoch's rows for the whole world: the
+// remainder Reshard dealt to this world, or the whole epoch.
+func (m *mixture) epochUnits() uint64 {
+	if m.rest > 0 {
+		return m.rest
+	}
+	return m.units
+}
+
+// steps is the batches every rank takes in the current mixture epoch.
+func (m *mixture) steps() uint64 { return m.stepsOf(m.epochUnits()) }
+
+// stepsOf is the batches every rank takes in an epoch of n rows: the rows
+// dealt out as Config's equal-steps policy says.
+func (m *mixture) stepsOf(n uint64) uint64 {
 	w, b := uint64(m.cfg.World), uint64(m.cfg.BatchRows)
 	switch {
 	case m.cfg.PadLast:
-		return (m.units + w*b - 1) / (w * b)
+		return (n + w*b - 1) / (w * b)
 	case m.cfg.KeepUneven:
-		return (plan.Split(m.units, m.cfg.World, m.cfg.Rank) + b - 1) / b
+		return (plan.Split(n, m.cfg.World, m.cfg.Rank) + b - 1) / b
 	}
-	return m.units / (w * b)
+	return n / (w * b)
 }
 
 // batchRows is the rows of the mixture epoch's batch k (the last one short
@@ -490,7 +518,7 @@ func (m *mixture) steps() uint64 {
 func (m *mixture) batchRows(k uint64) uint64 {
 	b := uint64(m.cfg.BatchRows)
 	if m.cfg.KeepUneven {
-		if own := plan.Split(m.units, m.cfg.World, m.cfg.Rank); (k+1)*b > own {
+		if own := plan.Split(m.epochUnits(), m.cfg.World, m.cfg.Rank); (k+1)*b > own {
 			return own - k*b
 		}
 	}
@@ -501,6 +529,7 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
+	m.back.b, m.back.got, m.back.snap, m.back.tb = nil, nil, nil, nil
 	w := &m.wip
 	if !w.on {
 		if m.finished {
@@ -512,7 +541,7 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 				return nil, io.EOF
 			}
 			m.epoch++
-			m.batches = 0
+			m.batches, m.rest = 0, 0
 		}
 		n := m.batchRows(m.batches)
 		w.on = true
@@ -597,6 +626,7 @@ func (m *mixture) copyRow(i int, b *Batch) {
 func (m *mixture) finish() *Batch {
 	w := &m.wip
 	b := &Batch{Epoch: m.epoch, SeqLen: m.cfg.SeqLen, SourceRows: make([]int, len(m.srcs))}
+	m.back.b, m.back.got, m.back.snap, m.back.tb = b, w.got, w.snap, w.tb
 	if tb := w.tb; tb != nil {
 		n := w.row * m.cfg.SeqLen
 		if tb.tokens != nil {
@@ -649,11 +679,42 @@ func (m *mixture) finish() *Batch {
 	return b
 }
 
+// unread gives back b, the batch the last next returned (Loader.Unread):
+// the batch becomes again the one being assembled, complete, with the
+// blend's counters and each touched source's State from before it, so
+// that State reports it as not delivered and the next call returns its
+// rows again (the same source batches, or the same token matrix) without
+// asking the sources for any.
+func (m *mixture) unread(b *Batch) error {
+	k := &m.back
+	if b == nil || k.b != b || !b.released.CompareAndSwap(false, true) {
+		return ErrUnread
+	}
+	// The arrays b retained; b.free (the source batches, or the token
+	// matrix back to the pool) is not called: the wip keeps them.
+	for _, c := range b.Columns {
+		for _, a := range c.Arrays {
+			a.Release()
+		}
+	}
+	w := &m.wip
+	w.on, w.got, w.snap, w.tb = true, k.got, k.snap, k.tb
+	for i := range m.srcs {
+		m.rows[i] -= w.rows[i]
+		m.toks[i] -= w.toks[i]
+	}
+	m.batches--
+	m.nbatch--
+	m.nrows -= int64(b.Rows)
+	k.b, k.got, k.snap, k.tb = nil, nil, nil, nil
+	return nil
+}
+
 // state returns the mixture's checkpoint after the last batch Next
 // returned.
 func (m *mixture) state() *State {
 	s := &State{Version: stateVersion, Output: m.cfg.Output.String(), Seed: m.cfg.Seed, Epoch: m.epoch, Rank: m.cfg.Rank, World: m.cfg.World}
-	ms := &MixState{Epoch: m.epoch, Batches: m.batches, Units: m.units, BatchRows: m.cfg.BatchRows, EpochEnd: m.finished, Given: m.blend.Given()}
+	ms := &MixState{Epoch: m.epoch, Batches: m.batches, Units: m.units, Rest: m.rest, BatchRows: m.cfg.BatchRows, EpochEnd: m.finished, Given: m.blend.Given()}
 	if m.wip.on {
 		ms.Given = slices.Clone(m.wip.given)
 	}
@@ -689,6 +750,8 @@ func (m *mixture) checkResume(s *State) (*MixState, error) {
 		return nil, stateErr("rank", "rank %d of %d, this loader is rank %d of %d (Reshard deals a state to another world)", s.Rank, s.World, m.cfg.Rank, m.cfg.World)
 	case len(s.Mix.Given) != len(s.Mix.Sources) || len(s.Mix.Shares) != len(s.Mix.Sources):
 		return nil, stateErr("mix", "%d counters and %d shares for %d sources", len(s.Mix.Given), len(s.Mix.Shares), len(s.Mix.Sources))
+	case s.Mix.Rest > s.Mix.Units:
+		return nil, stateErr("mix", "a remainder of %d rows in an epoch of %d", s.Mix.Rest, s.Mix.Units)
 	case s.Mix.Epoch < m.cfg.Epoch || s.Mix.Epoch >= m.cfg.Epoch+uint64(m.cfg.Epochs):
 		return nil, stateErr("epoch", "%d, this loader runs epochs %d..%d", s.Mix.Epoch, m.cfg.Epoch, m.cfg.Epoch+uint64(m.cfg.Epochs)-1)
 	}
@@ -705,7 +768,7 @@ func (m *mixture) checkResume(s *State) (*MixState, error) {
 // (weights changed, a source added or removed) they restart from here,
 // and each source still continues where it was.
 func (m *mixture) resume(rs *MixState) error {
-	m.epoch, m.batches = rs.Epoch, rs.Batches
+	m.epoch, m.batches, m.rest = rs.Epoch, rs.Batches, rs.Rest
 	same := len(rs.Sources) == len(m.names)
 	for i := 0; same && i < len(m.names); i++ {
 		same = rs.Sources[i].Name == m.names[i] && math.Abs(rs.Shares[i]-m.blend.Share(i)) < 1e-12
@@ -786,9 +849,9 @@ func (m *mixture) close() error {
 
 // reshardMix is Reshard over a mixture's states: each source's states are
 // resharded as one dataset's are, the blend's counters (the same on every
-// rank) carry on, and the batches delivered count so that the new world
-// takes the rest of the mixture epoch: the rows the old world had still to
-// deliver, in equal steps.
+// rank) carry on, and the new world's epoch is the rest of the mixture
+// epoch (MixState.Rest): the rows the old world had still to deliver, in
+// steps of the new world's own (Len counts them, the same on every rank).
 func reshardMix(states []*State, world int) ([]*State, error) {
 	s0 := states[0]
 	if world < 1 || world > maxWorld || len(states) != s0.World {
@@ -809,16 +872,26 @@ func reshardMix(states []*State, world int) ([]*State, error) {
 	out := make([]*State, world)
 	// What the old world delivered, and the new world's steps of the rest.
 	b := uint64(max(m0.BatchRows, 1))
+	epoch := m0.Units // the old world's epoch: the whole, or a remainder of it
+	if m0.Rest > 0 {
+		epoch = m0.Rest
+	}
 	var done uint64 // the rows every old rank delivered
 	for _, s := range byRank {
+		if s.Mix.Rest != m0.Rest {
+			return nil, fmt.Errorf("%w: mixture states of different remainders of an epoch", ErrState)
+		}
 		done += s.Mix.Batches * b
 	}
-	done = min(done, m0.Units)
-	steps := m0.Units / (uint64(world) * b)
-	left := (m0.Units - done) / (uint64(world) * b)
+	done = min(done, epoch)
+	// A remainder of no rows is the end of the epoch.
+	rest, end := epoch-done, m0.EpochEnd || done == epoch
+	if end {
+		rest = 0
+	}
 	for r := range out {
 		out[r] = &State{Version: stateVersion, Output: s0.Output, Seed: s0.Seed, Epoch: s0.Epoch, Rank: r, World: world,
-			Mix: &MixState{Epoch: m0.Epoch, Batches: steps - min(left, steps), Units: m0.Units, BatchRows: m0.BatchRows, EpochEnd: m0.EpochEnd,
+			Mix: &MixState{Epoch: m0.Epoch, Units: m0.Units, Rest: rest, BatchRows: m0.BatchRows, EpochEnd: end,
 				Shares: slices.Clone(m0.Shares), Given: slices.Clone(m0.Given)}}
 	}
 	for k, ss := range m0.Sources {

@@ -134,7 +134,16 @@ func (r *rowStream) flush() {
 // pending lists the rows taken in and not delivered: the FIFO, then the
 // buffer in its order.
 func (r *rowStream) pending() []RowRef {
-	var p []RowRef
+	n := len(r.out)
+	if r.buf != nil {
+		n += len(r.buf.items)
+	}
+	if n == 0 {
+		return nil
+	}
+	// Sized once: a mixture takes each touched source's State for every
+	// batch, and growing the list was most of that.
+	p := make([]RowRef, 0, n)
 	for _, it := range r.out {
 		p = append(p, r.ref(it))
 	}

@@ -20,7 +20,8 @@ from conftest import ROWS, run_py
 # Ctrl-C at random moments of next(): every batch the loop did not get is
 # still in the loader (the next next() returns it), so the epoch gives
 # every id once. Row batches (a batch cut from pages, and a wait the
-# library does not slice) and page batches (sliced waits).
+# library does not slice) and page batches (sliced waits). An empty paths
+# argument leaves paths out (a mixture: sources in kw).
 SIGINT_TRIALS = """
 import json, random, signal, sys, time
 
@@ -36,7 +37,7 @@ signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
 import pagefeed
 pagefeed.version()
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
-paths, kw, trials, seed = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+paths, kw, trials, seed = sys.argv[1] or None, json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 rnd = random.Random(seed)
 ids, interrupts, pending, trial = [], 0, 0, 0
 with pagefeed.Loader(paths, **kw) as l:
@@ -89,7 +90,7 @@ signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
 import pagefeed
 pagefeed.version()
 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGALRM})
-paths, kw, trials, seed, rows = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+paths, kw, trials, seed, rows = sys.argv[1] or None, json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 rnd = random.Random(seed)
 bad = checked = pending = 0
 for trial in range(trials):

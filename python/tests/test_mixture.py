@@ -2,13 +2,18 @@
 PagefeedDataset(sources=[...]) through the C ABI's config JSON, and
 stats() per source."""
 
+import glob
+import json
+import os
+
 import pytest
 
 import pagefeed
 from pagefeed import ConfigError
 from pagefeed.torch import PagefeedDataset
 
-from conftest import ROWS
+from conftest import ROWS, run_py
+from test_contracts import SIGINT_STATE, SIGINT_TRIALS
 
 
 def sources(a, b, wa=0.7, wb=0.3):
@@ -87,3 +92,52 @@ def test_dataset_mixture(corpus, corpus_zstd):
     n = len(ds)
     got = sum(1 for _ in ds)
     assert got == n > 0
+
+
+def halves(corpus):
+    """The corpus's two files as two sources, each read once per epoch
+    (no weights): the mixture's epoch is ids 0..ROWS-1, each once."""
+    files = sorted(glob.glob(os.path.join(corpus, "*.parquet")))
+    assert len(files) == 2, files
+    return [{"paths": [f]} for f in files]
+
+
+def test_mixture_sigint_during_next_loses_nothing(corpus):
+    """Ctrl-C at random moments of next() over a mixture: the batch whose
+    hand-off the signal interrupted goes back to the loader (pf_unread),
+    so the epoch still gives every id once."""
+    kw = dict(sources=halves(corpus), columns=["id"], batch_rows=32, seed=3)
+    r = run_py(SIGINT_TRIALS, "", json.dumps(kw), "400", "7", timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    out = json.loads(r.stdout)
+    assert out["interrupts"] > 20 and out["pending"] > 0, (out["interrupts"], out["pending"])
+    assert sorted(out["ids"]) == list(range(ROWS)), "rows lost or repeated: %d of %d, %d distinct" % (
+        len(out["ids"]), ROWS, len(set(out["ids"])))
+
+
+def test_mixture_sigint_then_checkpoint_resumes_every_row(corpus):
+    """Ctrl-C, a checkpoint at once, a resume in a new loader: every id of
+    the mixture's epoch once, the interrupted batch in the resumed part."""
+    kw = dict(sources=halves(corpus), columns=["id"], batch_rows=32, seed=3)
+    r = run_py(SIGINT_STATE, "", json.dumps(kw), "100", "11", str(ROWS), timeout=600)
+    assert r.returncode == 0, r.stderr[-4000:]
+    out = json.loads(r.stdout)
+    assert out["checked"] > 50 and out["pending"] > 0 and out["bad"] == 0, out
+
+
+def test_mixture_len_after_reshard(corpus, corpus_zstd):
+    """A resharded mixture's len() is the steps its remainder takes, the
+    same on every new rank, as for one dataset."""
+    kw = dict(sources=sources(corpus, corpus_zstd), columns=["id"], batch_rows=50, seed=2)
+    heads = []
+    for r in range(4):
+        with pagefeed.Loader(rank=r, world=4, **kw) as l:
+            assert len(l) == 2 * ROWS // (4 * 50)
+            for _ in range(3 + r):
+                next(l).release()
+            heads.append(l.state_dict())
+    left = 2 * ROWS - (3 + 4 + 5 + 6) * 50
+    for r, st in enumerate(pagefeed.reshard(heads, 3)):
+        with pagefeed.Loader(rank=r, world=3, resume=st, **kw) as l:
+            n = len(l)
+            assert n == left // (3 * 50) == sum(1 for b in l if not b.release())
