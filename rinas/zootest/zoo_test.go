@@ -82,7 +82,7 @@ func TestZooAtDefaults(t *testing.T) {
 		t.Skip("short: the zoo runs hundreds of epochs")
 	}
 	z := zoo.Get(t)
-	expect := zoo.NewExpectations(zooExpectedFailures, zooMemory, zooDecodePerRow, zooDropped)
+	expect := zoo.NewExpectations(zooExpectedFailures, zooReasons...)
 	for _, ds := range zooDatasets(z) {
 		for _, sh := range []rinas.Shuffle{rinas.ShufflePage, rinas.ShuffleRow, rinas.ShuffleRowGroup, rinas.ShuffleStream, rinas.ShuffleNone} {
 			for _, proj := range []string{"one", "several"} {
