@@ -722,3 +722,31 @@ func TestDescribeFailureKeepsTheBatch(t *testing.T) {
 		closeLoader(ref)
 	}
 }
+
+// A file changed under the loader has its own status, ahead of the
+// corrupt-page one its sentinel also matches.
+func TestStatusFileChanged(t *testing.T) {
+	err := fmt.Errorf("read x.parquet: %w (size 10, now 5)", rinas.ErrFileChanged)
+	if got := status(err); got != statusChanged {
+		t.Fatalf("status(%v) = %d, want %d", err, got, statusChanged)
+	}
+	if got := status(fmt.Errorf("page: %w", codec.ErrCorrupt)); got != statusCorrupt {
+		t.Fatalf("a corrupt page: status %d, want %d", got, statusCorrupt)
+	}
+}
+
+// "columns": [] is refused, naming the key; null and the key left out
+// take the default.
+func TestEmptyProjectionRefused(t *testing.T) {
+	for _, cfg := range []string{`{"paths":["x"],"columns":[]}`, `{"sources":[{"paths":["x"],"columns":[]}]}`} {
+		_, _, err := parseConfig([]byte(cfg))
+		if status(err) != statusConfig || !strings.Contains(fmt.Sprint(err), "columns") {
+			t.Errorf("%s: %v (status %d), want a config error naming columns", cfg, err, status(err))
+		}
+	}
+	for _, cfg := range []string{`{"paths":["x"]}`, `{"paths":["x"],"columns":null}`} {
+		if _, _, err := parseConfig([]byte(cfg)); err != nil {
+			t.Errorf("%s: %v", cfg, err)
+		}
+	}
+}

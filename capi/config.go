@@ -243,6 +243,9 @@ func parseConfig(b []byte) (rinas.Config, extras, error) {
 	if err := checkRanges(&j); err != nil {
 		return rinas.Config{}, extras{}, err
 	}
+	if err := checkProjections(&j); err != nil {
+		return rinas.Config{}, extras{}, err
+	}
 	c, err := toConfig(&j)
 	if err != nil {
 		return c, extras{}, err
@@ -266,6 +269,22 @@ func parseConfig(b []byte) (rinas.Config, extras, error) {
 		}
 	}
 	return c, x, nil
+}
+
+// checkProjections refuses "columns": [] (of the config or of a source):
+// an empty projection is no projection rinas can read, and reading it as
+// "left out" would silently deliver another set of columns than asked.
+// null, like the key left out, takes the default.
+func checkProjections(j *jsonConfig) error {
+	if j.Columns != nil && len(j.Columns) == 0 {
+		return fmt.Errorf("%w: columns: an empty projection: name at least one column, or leave the key out for the default", rinas.ErrConfig)
+	}
+	for i, s := range j.Sources {
+		if s.Columns != nil && len(s.Columns) == 0 {
+			return fmt.Errorf("%w: sources[%d].columns: an empty projection: name at least one column, or leave the key out for the source's default", rinas.ErrConfig, i)
+		}
+	}
+	return nil
 }
 
 // toConfig maps the JSON fields onto a rinas.Config (all but the tokens

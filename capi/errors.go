@@ -25,6 +25,7 @@ const (
 	statusMemory   = -6 // MemoryError
 	statusClosed   = -7 // pagefeed.ClosedError
 	statusOS       = -8 // OSError with pf_last_errno's errno
+	statusChanged  = -9 // pagefeed.FileChangedError
 	statusTimeout  = 2  // pf_next_wait: no batch in time
 )
 
@@ -50,6 +51,10 @@ func status(err error) int {
 		return statusState
 	case errors.Is(err, rinas.ErrConfig), errors.Is(err, index.ErrColumn):
 		return statusConfig
+	case errors.Is(err, rinas.ErrFileChanged):
+		// before corrupt, which it also wraps: the bytes may be valid,
+		// only not the ones the index describes
+		return statusChanged
 	case errors.Is(err, codec.ErrCorrupt), errors.Is(err, codec.ErrCRC),
 		errors.Is(err, index.ErrCorrupt), errors.Is(err, index.ErrNotParquet):
 		return statusCorrupt

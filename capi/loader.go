@@ -150,7 +150,12 @@ func nextBatch(h int64, timeout time.Duration) (int64, *C.pf_batch, error) {
 		var err error
 		b, err = e.l.Next(ctx)
 		if err != nil {
-			if ctx != e.ctx && errors.Is(err, context.DeadlineExceeded) && e.ctx.Err() == nil {
+			if e.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				// Close ended the wait: whichever of its cancel and the
+				// slice's deadline the loader saw first, it is closed.
+				return fmt.Errorf("%w: loader %d closed while next waited", errClosed, h)
+			}
+			if ctx != e.ctx && errors.Is(err, context.DeadlineExceeded) {
 				return errTimeout
 			}
 			return err

@@ -36,6 +36,7 @@ package main
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -94,7 +95,10 @@ func pf_version() *C.char { return versionStr }
 func pf_abi_version() C.int { return abiVersion }
 
 // pf_open opens a loader from a JSON config (see jsonConfig: rinas.Config
-// in snake_case; unknown keys fail) and stores its handle in *out.
+// in snake_case; unknown keys fail) and stores its handle in *out (0 when
+// it fails): a caller that keeps *out where it closes from (pf_close_at)
+// holds the loader from the moment it opens, with no step of its own in
+// between that a signal could cut short.
 //
 //export pf_open
 func pf_open(cfg *C.char, n C.size_t, out *C.int64_t) C.int {
@@ -261,6 +265,30 @@ func pf_epoch_len(h C.int64_t, epoch C.int64_t, out *C.int64_t) C.int {
 //export pf_close
 func pf_close(h C.int64_t) C.int {
 	return call(func() error { return closeLoader(int64(h)) })
+}
+
+// pf_close_at closes the loader whose handle is in *h and stores 0 there,
+// in one call, so that a caller whose own code can be interrupted between
+// any two steps (a signal handler that raises) never holds a handle it
+// closed nor loses one it did not: *h is 0 exactly when the loader is no
+// longer open. A *h of 0 or of a loader already closed is PF_OK.
+//
+//export pf_close_at
+func pf_close_at(h *C.int64_t) C.int {
+	return call(func() error {
+		if err := nonNil("h", h); err != nil {
+			return err
+		}
+		if *h == 0 {
+			return nil
+		}
+		err := closeLoader(int64(*h))
+		*h = 0 // closeLoader forgets the handle whatever Close returns
+		if errors.Is(err, errClosed) {
+			return nil
+		}
+		return err
+	})
 }
 
 // pf_stats stores in *out the loader's counters as a JSON object

@@ -9,7 +9,7 @@
 
 /* The version of the calls and structs below, which pf_abi_version
  * returns: it changes whenever one of them does. */
-#define PF_ABI_VERSION 4
+#define PF_ABI_VERSION 5
 
 /* The Arrow C Data Interface, as its specification defines it. */
 #ifndef ARROW_C_DATA_INTERFACE
@@ -52,10 +52,11 @@ enum {
   PF_ERR_CONFIG = -2,    /* invalid config, unknown key or column */
   PF_ERR_STATE = -3,     /* a state from another dataset, seed or run */
   PF_ERR_NOT_FOUND = -4, /* a path that does not exist */
-  PF_ERR_CORRUPT = -5,   /* bytes that are not valid Parquet */
+  PF_ERR_CORRUPT = -5,   /* bytes that are not valid Parquet (a changed file: -9) */
   PF_ERR_MEMORY = -6,    /* the config needs more than memory_limit */
   PF_ERR_CLOSED = -7,    /* the loader is closed, or no such handle */
   PF_ERR_OS = -8,        /* a system call failed; pf_last_errno says which errno */
+  PF_ERR_CHANGED = -9,   /* a file changed since the loader indexed it */
 };
 
 /* pf_state's flags. */

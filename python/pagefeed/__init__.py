@@ -28,11 +28,11 @@ import numpy as np
 from . import _arrays, _lib
 from ._arrays import ListArray, StringArray
 from . import errors
-from .errors import (ClosedError, ConfigError, CorruptPageError, Error, ForkError, StateError, check_bool, check_int,
-                     check_str)
+from .errors import (ClosedError, ConfigError, CorruptPageError, Error, FileChangedError, ForkError, StateError,
+                     check_bool, check_int, check_str)
 
 __all__ = ["Loader", "Batch", "ListArray", "StringArray", "reshard", "version",
-           "Error", "ConfigError", "StateError", "CorruptPageError", "ClosedError", "ForkError"]
+           "Error", "ConfigError", "StateError", "CorruptPageError", "FileChangedError", "ClosedError", "ForkError"]
 
 
 def version():
@@ -305,11 +305,17 @@ class Loader:
     float or a bool for an integer) or out of its range. Opening validates
     the rest: FileNotFoundError for a missing path, OSError for a path that
     cannot be opened (permissions, a symlink loop), ConfigError for an
-    unknown column or option, StateError for a state of another dataset,
-    MemoryError beyond memory_limit.
+    unknown column or option or an empty projection (columns=[]),
+    StateError for a state of another dataset, MemoryError beyond
+    memory_limit. next() raises CorruptPageError for bytes that are not
+    valid Parquet, FileChangedError (a CorruptPageError) for a file
+    written, truncated or replaced since the loader opened it, and
+    ClosedError when close() ends it.
 
     next() blocks until a batch is ready, in slices, so that signal
-    handlers run meanwhile (Ctrl-C raises KeyboardInterrupt). An exception
+    handlers run meanwhile (Ctrl-C raises KeyboardInterrupt). Ctrl-C
+    during the constructor, close() or load_state_dict() leaves the
+    loader either open or closed, never a library loader it lost. An exception
     that interrupts next() after the library handed out a batch loses
     nothing: the batch stays pending, the next next() returns it, and
     state_dict() counts it as not delivered. A batch is delivered once
@@ -324,7 +330,12 @@ class Loader:
                  buffer_rows=None, output=None, seq_len=None, eos=None, pad=None, tokens_dtype=None,
                  position_ids=False, cu_seqlens=False, loss_mask=False, seed=None, epochs=None, rank=None,
                  world=None, memory_limit=None, skip_bad_pages=False, sources=None, **config):
-        self._h = None
+        # The handle lives in C memory that pf_open fills and pf_close_at
+        # clears inside the call: no Python step, so no signal handler,
+        # runs between the library opening (closing) the loader and this
+        # object holding (dropping) it. 0: closed.
+        self._hslot = ctypes.c_int64(0)
+        self._href = ctypes.byref(self._hslot)
         self._slot = ctypes.c_void_p()  # the batch pf_next handed out and next() has not yet returned
         self._slotref = ctypes.byref(self._slot)
         if (paths is None) == (sources is None):
@@ -336,6 +347,9 @@ class Loader:
             elif not hasattr(columns, "__iter__"):
                 raise ConfigError("pagefeed: columns=%r: want a column name or a list of them" % (columns,))
             cfg["columns"] = [check_str("columns[%d]" % i, c) for i, c in enumerate(columns)]
+            if not cfg["columns"]:
+                raise ConfigError("pagefeed: columns=[]: an empty projection; name at least one column, "
+                                  "or leave columns out for the default")
         if tokens_dtype is not None and not isinstance(tokens_dtype, str):  # numpy.int64, np.dtype("int64"), torch.int64
             try:
                 tokens_dtype = np.dtype(tokens_dtype).name
@@ -366,15 +380,21 @@ class Loader:
         if resume is not None:
             cfg = dict(cfg, resume=resume)
         l = _lib.lib()
-        h = ctypes.c_int64()
         b = errors.dumps(cfg, "config")
-        _lib.check(l.pf_open(b, len(b), ctypes.byref(h)))
-        self._h = h.value
+        if self._hslot.value:
+            raise Error("pagefeed: the loader is open")  # close() first: never drops an open handle
+        _lib.check(l.pf_open(b, len(b), self._href))
+
+    @property
+    def _h(self):
+        """The library's handle, or None when closed."""
+        return self._hslot.value or None
 
     def _handle(self):
-        if self._h is None:
+        h = self._hslot.value
+        if not h:
             raise ClosedError("pagefeed: loader closed")
-        return self._h
+        return h
 
     def __iter__(self):
         return self
@@ -382,8 +402,8 @@ class Loader:
     def __next__(self):
         slot = self._slot
         if not slot.value:
-            h = self._h
-            if h is None:
+            h = self._hslot.value
+            if not h:
                 raise ClosedError("pagefeed: loader closed")
             # lib() raises ForkError in a process forked since the library loaded
             wait, ref, ms = _lib.lib().pf_next_wait, self._slotref, self._WAIT_MS
@@ -396,7 +416,10 @@ class Loader:
                 if rc == _lib.EOF:
                     raise StopIteration
                 _lib.check(rc)
-        b = Batch(slot.value)
+        addr = slot.value
+        if not addr:  # close() on another thread gave the pending batch back
+            raise ClosedError("pagefeed: loader closed while next() waited")
+        b = Batch(addr)
         # The hand-off: attribute stores and the return run no signal
         # handler in between, so the batch is either the caller's or still
         # in the slot.
@@ -480,8 +503,7 @@ class Loader:
     def close(self):
         """Closes the loader (idempotent); may end a next() blocked on
         another thread. Batches not yet released stay valid."""
-        h = self._h
-        if h is None:
+        if not self._hslot.value:
             return
         if _lib.loaded_here():
             # Each step before it is marked done: an exception (a signal)
@@ -490,10 +512,10 @@ class Loader:
             if slot.value:  # pending: never the caller's
                 _lib.check(_lib.lib().pf_batch_release(_lib.PFBatch.from_address(slot.value).handle))
                 slot.value = None
-            rc = _lib.lib().pf_close(h)
-            if rc != -7:  # closed already
-                _lib.check(rc)
-        self._h = None
+            # closes and clears the handle in one call (see __init__)
+            _lib.check(_lib.lib().pf_close_at(self._href))
+        else:
+            self._hslot.value = 0  # a fork's copy: the parent's loader is not this process's
 
     def __enter__(self):
         return self

@@ -97,7 +97,7 @@ MAX_WORLD = 1 << 20
 # defines it there only and returns it from pf_abi_version); a library of
 # another version is refused at load. tests/test_install.py checks that
 # this and PFBatch's fields match capi/pagefeed.h.
-ABI = 4
+ABI = 5
 
 
 def library_path():
@@ -151,6 +151,7 @@ def lib():
                 ("pf_epoch_len", c_int, [i64, i64, pi64]),
                 ("pf_stats", c_int, [i64, pp_char]),
                 ("pf_close", c_int, [i64]),
+                ("pf_close_at", c_int, [pi64]),
             ]:
                 f = getattr(l, name)
                 f.restype, f.argtypes = res, args

@@ -23,6 +23,13 @@ class CorruptPageError(Error):
     """Bytes that are not valid Parquet (a corrupt page, footer or index)."""
 
 
+class FileChangedError(CorruptPageError):
+    """A file written, truncated or replaced since the loader indexed it
+    (its size, modification or status-change time, or inode differ): the
+    loader does not read it through the old page map. A CorruptPageError,
+    which it was reported as before it had its own class."""
+
+
 class ClosedError(Error, ValueError):
     """The loader is closed (also raised by a next() that close() ended)."""
 
@@ -54,6 +61,8 @@ def _from_status(rc, msg, eno):
         return MemoryError(msg)
     if rc == -7:
         return ClosedError(msg)
+    if rc == -9:
+        return FileChangedError(msg)
     if rc == -8 and eno:
         return OSError(eno, msg)  # the subclass for its errno (PermissionError, ...)
     return Error(msg)
