@@ -14,7 +14,8 @@ import (
 // TestBaselinesReadTheLoadersPlan: the mmap, arrow-go and decode-only
 // baselines read the pages the loader delivers, in the loader's order
 // (its page plan: shuffle, shard and equal-steps end), for a rank of an
-// uneven world and for the ordered shuffles; the row shuffle, which has
+// uneven world and for the ordered shuffles (a unit at the rank's
+// boundary whole); the row shuffle, which has
 // no page plan, is refused.
 func TestBaselinesReadTheLoadersPlan(t *testing.T) {
 	dir, _ := genParquet(t)
@@ -47,13 +48,18 @@ func TestBaselinesReadTheLoadersPlan(t *testing.T) {
 					cfg.IOEngine, cfg.Engine = b.IOEngine, b.Engine
 					got, res := run(t, cfg)
 					if cfg.Engine == ParquetDecode {
-						// One pass over the preloaded plan: the loader's pages.
-						if res.Pages != lres.Pages || res.Rows != lres.Rows {
+						// One pass over the preloaded plan: the loader's
+						// pages, decoded whole (the loader keeps only its
+						// share's rows of a page at a rank's boundary).
+						if res.Pages != lres.Pages || res.Rows < lres.Rows {
 							t.Fatalf("decode: %d pages, %d rows; the loader delivered %d, %d", res.Pages, res.Rows, lres.Pages, lres.Rows)
 						}
 						continue
 					}
-					if !slices.Equal(got, want) {
+					// A row group at a rank's boundary is read whole by
+					// the baselines; the loader reads its pages that hold
+					// the rank's rows.
+					if !slices.Equal(got, want) && !(sh == rinas.ShuffleRowGroup && subsequence(want, got)) {
 						t.Fatalf("%s/%s reads pages %v, the loader delivered %v", cfg.IOEngine, cfg.Engine, got, want)
 					}
 				}
@@ -69,4 +75,15 @@ func TestBaselinesReadTheLoadersPlan(t *testing.T) {
 			t.Fatalf("%s/%s with the row shuffle: %v, want ErrBadOption", cfg.IOEngine, cfg.Engine, err)
 		}
 	}
+}
+
+// subsequence reports whether a's lines appear in b in the same order.
+func subsequence(a, b []string) bool {
+	i := 0
+	for _, x := range b {
+		if i < len(a) && a[i] == x {
+			i++
+		}
+	}
+	return i == len(a)
 }

@@ -113,9 +113,10 @@ type Loader struct {
 	epochs    epochCache  // the epochs' orders and sums computed so far
 
 	workers int
-	dealt   int   // units dealt to workers so far (nextWorker; the producer's)
-	cpus    []int // the workers' CPU set, when pinned
-	planned int64 // the bytes Open sized (PlannedBytes)
+	dealt   int     // units dealt to workers so far (nextWorker; the producer's)
+	firsts  []int64 // nextPages' scratch: the first row of its page each array holds
+	cpus    []int   // the workers' CPU set, when pinned
+	planned int64   // the bytes Open sized (PlannedBytes)
 	// leadRatio is the lead column's sampled decoded bytes over stored
 	// bytes, sideRowBytes the other columns' mean decoded bytes a row:
 	// what rowCost estimates rows by.
@@ -728,6 +729,9 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 		arrs := make([]arrow.Array, 0, fb.n)
 		var segs [][]arrow.Array
 		b := &Batch{Epoch: fb.epoch, Pages: make([]uint64, 0, fb.n)}
+		// firsts[i] is the first row of its page that arrs[i] holds: a
+		// batch holding part of a page names every row in Refs.
+		firsts, cut := l.firsts[:0], false
 		for _, ui := range l.takeOrder(fb)[:fb.n] {
 			u := &fb.units[ui]
 			var at int64 // the unit's rows before page i
@@ -747,6 +751,7 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 					}
 					b.Pages = append(b.Pages, uint64(u.first+i))
 					b.Rows += int(hi - lo)
+					firsts, cut = append(firsts, lo), cut || lo > 0 || hi < int64(a.Len())
 					continue
 				}
 				if u.row >= 0 {
@@ -767,8 +772,18 @@ func (l *Loader) nextPages(ctx context.Context) (*Batch, error) {
 				}
 				b.Pages = append(b.Pages, uint64(u.first+i))
 				b.Rows += a.Len()
+				firsts = append(firsts, 0)
 			}
 		}
+		if cut && b.Refs == nil {
+			b.Refs = make([]RowRef, 0, b.Rows)
+			for i, a := range arrs {
+				for r := firsts[i]; r < firsts[i]+int64(a.Len()); r++ {
+					b.Refs = append(b.Refs, RowRef{Page: b.Pages[i], Row: uint32(r)})
+				}
+			}
+		}
+		l.firsts = firsts
 		b.setColumns(l.columnsOf(arrs, segs))
 		l.work.fb, l.work.cursor = fb, l.cursor
 		l.cursor.Commit(fb.xEnd)

@@ -48,7 +48,7 @@ with pagefeed.Loader(paths, **kw) as l:
             try:
                 if trial < trials:
                     trial += 1
-                    signal.setitimer(signal.ITIMER_REAL, rnd.uniform(1e-6, 3e-4))
+                    signal.setitimer(signal.ITIMER_REAL, rnd.uniform(1e-6, 1e-4))
                 b = l.next()
                 done = b is None
             finally:
@@ -72,7 +72,7 @@ def test_sigint_during_next_loses_nothing(corpus, kw):
     assert r.returncode == 0, r.stderr[-4000:]
     out = json.loads(r.stdout)
     # the signals did land inside next(), some after the library handed a batch out
-    assert out["interrupts"] > 20 and out["pending"] > 0, (out["interrupts"], out["pending"])
+    assert out["interrupts"] > 10 and out["pending"] > 0, (out["interrupts"], out["pending"])
     assert sorted(out["ids"]) == list(range(ROWS)), "rows lost or repeated: %d of %d, %d distinct" % (
         len(out["ids"]), ROWS, len(set(out["ids"])))
 
@@ -103,7 +103,7 @@ for trial in range(trials):
             try:
                 try:
                     if step >= stop:
-                        signal.setitimer(signal.ITIMER_REAL, rnd.uniform(1e-6, 3e-4))
+                        signal.setitimer(signal.ITIMER_REAL, rnd.uniform(1e-6, 1e-4))
                     b = l.next()
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
