@@ -48,9 +48,12 @@ type Batch struct {
 	// delivery order (page batches: one entry per chunk of Columns; with
 	// row batches, the page of each row is in Refs).
 	Pages []uint64
-	// Refs names each row: row batches, and page batches of the row
+	// Refs names each row: row batches, page batches of the row
 	// shuffle (whose units are single rows: each chunk of Columns is
-	// then one row of the page Pages names).
+	// then one row of the page Pages names), and page batches holding
+	// part of a page (a page at the boundary of a rank's share or of a
+	// batch: each rank keeps its own rows of it). Nil: every chunk of
+	// Columns is the whole page Pages names.
 	Refs []RowRef
 	// Tokens is the packed [len(Tokens)/SeqLen, SeqLen] matrix (tokens
 	// output), in a 4096-byte-aligned, mlock'ed buffer; Fill is the share
