@@ -453,7 +453,9 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 		res.Batches++
 		res.Rows += int64(b.Rows)
 		if dump != nil {
-			if len(b.Refs) > 0 {
+			// Page batches name their pages (one that holds part of a
+			// page, at a rank's boundary, also names its rows in Refs).
+			if len(b.Refs) > 0 && (cfg.Rows > 0 || cfg.Shuffle == rinas.ShuffleRow) {
 				for _, r := range b.Refs {
 					dump.WriteString(strconv.FormatUint(r.Page, 10))
 					dump.WriteByte(' ')
