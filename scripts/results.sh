@@ -43,6 +43,9 @@ SWEEP=${SWEEP:-1/4,1/2,1,2,4}
 SWEEP_RUNTIME=${SWEEP_RUNTIME:-4}
 REGIME_ROUNDS=${REGIME_ROUNDS:-3}
 started=$(date +%s)
+# The commit measured, stamped before this script writes its charts.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
 DIR=${DIR:-$PWD/out/results}
 OUT=${OUT:-docs/results.md}
 
@@ -256,8 +259,6 @@ go test -run '^$' -bench '^(BenchmarkBuild|BenchmarkSidecarLoad)$' -benchtime 3x
 			printf "| index of 1,000 files (%s pages, page cache warm): %s | %s ms, %s B/page | | |\n", pages, what, ms, bpp
 		}' >>"$rows"
 
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then commit="$commit (with uncommitted changes)"; fi
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null || true)
 fsinfo=$(df -T "$PWD" 2>/dev/null | awk 'NR == 2 { print $2 " on " $1 }')
