@@ -12,7 +12,7 @@ import pagefeed
 from pagefeed import _lib
 from conftest import ROOT, ROWS, run_py
 
-NULL_PAGES = os.path.join(ROOT, "..", "..", "shared", "parquet-testing", "data", "int32_with_null_pages.parquet")
+NULL_PAGES = os.path.join(ROOT, "..", "shared", "parquet-testing", "data", "int32_with_null_pages.parquet")
 
 
 def ids_of(loader):
