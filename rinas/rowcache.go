@@ -1,7 +1,6 @@
 package rinas
 
 import (
-	"container/list"
 	"errors"
 	"slices"
 	"sync"
@@ -37,16 +36,8 @@ var errPageGone = errors.New("rinas: the page a row waited for was not decoded")
 type pageCache struct {
 	mu      sync.Mutex
 	max     int64
-	bytes   int64
-	m       map[uint64]*list.Element // pcKey → *pageEntry
-	lru     list.List                // most recent at the front
-	pending map[uint64][]parkedRow   // page → units waiting for its decode
-}
-
-type pageEntry struct {
-	key  uint64
-	p    codec.Page // holds one reference to its array
-	size int64
+	c       byteLRU[codec.Page]    // by pageKey; each Page holds one reference to its array
+	pending map[uint64][]parkedRow // page → units waiting for its decode
 }
 
 // parkedRow is a unit waiting for the decode of one of its pages by
@@ -72,11 +63,9 @@ const (
 	pcOwner         // reads it for the units parked on it
 )
 
-func pcKey(k, g int) uint64 { return uint64(k)<<40 | uint64(g) }
-
 func (c *pageCache) init(max int64) {
 	c.max = max
-	c.m = map[uint64]*list.Element{}
+	c.c.init(max, func(p codec.Page) { p.Release() })
 	c.pending = map[uint64][]parkedRow{}
 }
 
@@ -92,9 +81,8 @@ func share(p *codec.Page) *codec.Page {
 // the caller), under decode by another unit (u is parked on it and
 // waits for one more arrival), or neither (nil, false). c.mu is held.
 func (c *pageCache) takeLocked(key uint64, fb *fetchBatch, u *unit, side, j int) (p *codec.Page, parked bool) {
-	if e := c.m[key]; e != nil {
-		c.lru.MoveToFront(e)
-		return share(&e.Value.(*pageEntry).p), false
+	if p, ok := c.c.get(key); ok {
+		return share(&p), false
 	}
 	if w, ok := c.pending[key]; ok {
 		c.pending[key] = append(w, parkedRow{fb, u, side, j})
@@ -124,7 +112,7 @@ func (l *Loader) lookup(fb *fetchBatch, u *unit) (ready bool) {
 	defer c.mu.Unlock()
 	u.rc, u.reads, u.pcErr, u.claims = true, false, nil, u.claims[:0]
 	u.waits.Store(1) // the lookup's own hold, dropped at its end
-	key := pcKey(l.lead, u.first)
+	key := pageKey(l.lead, u.first)
 	switch p, parked := c.takeLocked(key, fb, u, -1, 0); {
 	case p != nil:
 		u.pages, u.pc = append(u.pages[:0], p), pcHit
@@ -146,8 +134,8 @@ func (l *Loader) lookup(fb *fetchBatch, u *unit) (ready bool) {
 		// the pages no one is reading.
 		all := true
 		for j := range sp.keep {
-			key := pcKey(k, sp.first+j)
-			if c.m[key] == nil {
+			key := pageKey(k, sp.first+j)
+			if !c.c.has(key) {
 				if _, ok := c.pending[key]; !ok {
 					all = false
 					break
@@ -156,8 +144,8 @@ func (l *Loader) lookup(fb *fetchBatch, u *unit) (ready bool) {
 		}
 		if !all {
 			for j := range sp.keep {
-				key := pcKey(k, sp.first+j)
-				if _, ok := c.pending[key]; !ok && c.m[key] == nil {
+				key := pageKey(k, sp.first+j)
+				if _, ok := c.pending[key]; !ok && !c.c.has(key) {
 					c.claimLocked(key, u, s, j)
 				}
 			}
@@ -166,7 +154,7 @@ func (l *Loader) lookup(fb *fetchBatch, u *unit) (ready bool) {
 		}
 		sp.cached = slices.Grow(sp.cached[:0], sp.keep)[:sp.keep]
 		for j := range sp.keep {
-			p, _ := c.takeLocked(pcKey(k, sp.first+j), fb, u, s, j)
+			p, _ := c.takeLocked(pageKey(k, sp.first+j), fb, u, s, j)
 			sp.cached[j] = nil
 			if p != nil {
 				sp.cached[j] = p.Array() // the share's reference
@@ -198,7 +186,7 @@ func (c *pageCache) resolve(key uint64, p *codec.Page) []parkedRow {
 	defer c.mu.Unlock()
 	parked := c.pending[key]
 	delete(c.pending, key)
-	if p == nil || c.m[key] != nil || p.Aliased() {
+	if p == nil || c.c.has(key) || p.Aliased() {
 		return parked
 	}
 	// The page's decoded bytes, as its header says: its buffers come in
@@ -207,16 +195,7 @@ func (c *pageCache) resolve(key uint64, p *codec.Page) []parkedRow {
 	if size > c.max {
 		return parked
 	}
-	c.m[key] = c.lru.PushFront(&pageEntry{key: key, p: *share(p), size: size})
-	c.bytes += size
-	for c.bytes > c.max {
-		e := c.lru.Back()
-		ent := e.Value.(*pageEntry)
-		c.lru.Remove(e)
-		delete(c.m, ent.key)
-		c.bytes -= ent.size
-		ent.p.Release()
-	}
+	c.c.add(key, *share(p), size)
 	return parked
 }
 
@@ -224,13 +203,8 @@ func (c *pageCache) resolve(key uint64, p *codec.Page) []parkedRow {
 func (c *pageCache) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.lru.Front(); e != nil; e = e.Next() {
-		e.Value.(*pageEntry).p.Release()
-	}
-	c.lru.Init()
-	c.m = map[uint64]*list.Element{}
+	c.c.drop()
 	c.pending = map[uint64][]parkedRow{}
-	c.bytes = 0
 }
 
 // usesPageCache reports whether row units go through the page cache.

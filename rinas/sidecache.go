@@ -1,7 +1,6 @@
 package rinas
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -15,24 +14,14 @@ import (
 // the cache; the least recently used go first beyond max bytes.
 // Producer and workers use it concurrently.
 type sideCache struct {
-	mu    sync.Mutex
-	max   int64
-	bytes int64
-	m     map[uint64]*list.Element
-	lru   list.List // of *sideEntry, most recent at the front
+	mu  sync.Mutex
+	max int64
+	c   byteLRU[arrow.Array] // each array retained once by the cache
 }
-
-type sideEntry struct {
-	key  uint64
-	arr  arrow.Array
-	size int64
-}
-
-func sideKey(k, g int) uint64 { return uint64(k)<<40 | uint64(g) }
 
 func (c *sideCache) init(max int64) {
 	c.max = max
-	c.m = map[uint64]*list.Element{}
+	c.c.init(max, arrow.Array.Release)
 }
 
 // get returns the array of page g of column k, retained for the caller,
@@ -43,12 +32,10 @@ func (c *sideCache) get(k, g int) arrow.Array {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e := c.m[sideKey(k, g)]
-	if e == nil {
+	a, ok := c.c.get(pageKey(k, g))
+	if !ok {
 		return nil
 	}
-	c.lru.MoveToFront(e)
-	a := e.Value.(*sideEntry).arr
 	a.Retain()
 	return a
 }
@@ -63,34 +50,19 @@ func (c *sideCache) put(k, g int, a arrow.Array) {
 	if size > c.max/4 {
 		return
 	}
-	key := sideKey(k, g)
+	key := pageKey(k, g)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.m[key]; e != nil {
-		c.lru.MoveToFront(e)
+	if _, ok := c.c.get(key); ok {
 		return
 	}
 	a.Retain()
-	c.m[key] = c.lru.PushFront(&sideEntry{key: key, arr: a, size: size})
-	c.bytes += size
-	for c.bytes > c.max {
-		e := c.lru.Back()
-		ent := e.Value.(*sideEntry)
-		c.lru.Remove(e)
-		delete(c.m, ent.key)
-		c.bytes -= ent.size
-		ent.arr.Release()
-	}
+	c.c.add(key, a, size)
 }
 
 // drop releases everything held.
 func (c *sideCache) drop() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.lru.Front(); e != nil; e = e.Next() {
-		e.Value.(*sideEntry).arr.Release()
-	}
-	c.lru.Init()
-	c.m = map[uint64]*list.Element{}
-	c.bytes = 0
+	c.c.drop()
 }
