@@ -16,30 +16,19 @@ import (
 // may change a value, even an id, without an error: nothing checks the
 // pages' bytes where writers store no CRC.)
 func TestZooSeedsFlippedAndTruncated(t *testing.T) {
-	seeds, err := zoo.Seeds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	outcomes := map[string]int{}
-	for _, s := range seeds {
-		copies, err := zoo.WriteBadCopies(s, dir, 16, 7)
-		if err != nil {
-			t.Fatal(err)
+	n := zoo.EachBadSeedCopy(t, 16, 7, func(name, p string) {
+		_, err := runEpochWithin(t, defaultsConfig([]string{p}, "id", "input_ids", "text", "score"), false)
+		switch {
+		case err == nil && strings.HasPrefix(name, "cut"):
+			t.Errorf("%s: a truncated file loads without an error", p)
+		case err == nil:
+			outcomes["ok"]++
+		case strings.Contains(err.Error(), p) || errors.Is(err, ErrConfig) || errors.Is(err, ErrMemory):
+			outcomes["error"]++
+		default:
+			t.Errorf("%s: error %q does not name the file", p, err)
 		}
-		for name, p := range copies {
-			_, err := runEpochWithin(t, defaultsConfig([]string{p}, "id", "input_ids", "text", "score"), false)
-			switch {
-			case err == nil && strings.HasPrefix(name, "cut"):
-				t.Errorf("%s: a truncated file loads without an error", p)
-			case err == nil:
-				outcomes["ok"]++
-			case strings.Contains(err.Error(), p) || errors.Is(err, ErrConfig) || errors.Is(err, ErrMemory):
-				outcomes["error"]++
-			default:
-				t.Errorf("%s: error %q does not name the file", p, err)
-			}
-		}
-	}
-	t.Logf("%d seeds: %v", len(seeds), outcomes)
+	})
+	t.Logf("%d seeds: %v", n, outcomes)
 }

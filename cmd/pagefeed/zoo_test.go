@@ -147,32 +147,21 @@ func zooVerify(t *testing.T, f zoo.Fixture) error {
 // for a truncated file) or exit non-zero naming the file, in time and
 // without a panic.
 func TestZooSeedsCatVerifyBadBytes(t *testing.T) {
-	seeds, err := zoo.Seeds()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	outcomes := map[string]int{}
-	for _, s := range seeds {
-		copies, err := zoo.WriteBadCopies(s, dir, 12, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, p := range copies {
-			for _, args := range [][]string{{"verify", p}, {"cat", p, "--column", "id,input_ids,text,score"}} {
-				code, out, errOut := runCmdWithin(t, args...)
-				switch {
-				case code == 0 && strings.HasPrefix(name, "cut"):
-					t.Errorf("%s %s: exit 0 on a truncated file", args[0], p)
-				case code == 0:
-					outcomes[args[0]+"/ok"]++
-				case strings.Contains(out+errOut, p):
-					outcomes[args[0]+"/error"]++
-				default:
-					t.Errorf("%s %s: exit %d, output %.200q %.200q does not name the file", args[0], p, code, out, errOut)
-				}
+	n := zoo.EachBadSeedCopy(t, 12, 8, func(name, p string) {
+		for _, args := range [][]string{{"verify", p}, {"cat", p, "--column", "id,input_ids,text,score"}} {
+			code, out, errOut := runCmdWithin(t, args...)
+			switch {
+			case code == 0 && strings.HasPrefix(name, "cut"):
+				t.Errorf("%s %s: exit 0 on a truncated file", args[0], p)
+			case code == 0:
+				outcomes[args[0]+"/ok"]++
+			case strings.Contains(out+errOut, p):
+				outcomes[args[0]+"/error"]++
+			default:
+				t.Errorf("%s %s: exit %d, output %.200q %.200q does not name the file", args[0], p, code, out, errOut)
 			}
 		}
-	}
-	t.Logf("%d seeds: %v", len(seeds), outcomes)
+	})
+	t.Logf("%d seeds: %v", n, outcomes)
 }

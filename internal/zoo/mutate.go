@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Seeds returns the paths of the tiny per-writer files committed under
@@ -61,4 +62,26 @@ func WriteBadCopies(path, dir string, flips int, seed uint64) (map[string]string
 		out[name] = p
 	}
 	return out, nil
+}
+
+// EachBadSeedCopy writes the BadCopies (flips bit flips placed by seed)
+// of every one of Seeds into a temporary folder of t and calls fn with
+// each copy's name and path; it returns the number of seeds.
+func EachBadSeedCopy(t testing.TB, flips int, seed uint64, fn func(name, path string)) int {
+	t.Helper()
+	seeds, err := Seeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, s := range seeds {
+		copies, err := WriteBadCopies(s, dir, flips, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range copies {
+			fn(name, p)
+		}
+	}
+	return len(seeds)
 }
