@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import pagefeed
-from conftest import ROOT
+from conftest import ROOT, run_py
 
 # A few files: list.element and list.item leaves, one page per column
 # chunk (DuckDB, arrow-rs at its defaults), an offset index whose pages all
@@ -147,3 +147,48 @@ def test_zoo_at_defaults(zoo, name):
     else:
         fixtures = [zoo[name]]
     check_all(fixtures, COLUMNS[fixtures[0]["set"]])
+
+
+ZOO_RANK = """
+import json, sys, numpy as np, torch, pagefeed.torch
+from pagefeed.torch import PagefeedDataset
+ds = PagefeedDataset(json.loads(sys.argv[1]), columns=["id"])  # the defaults: page batches, page shuffle
+dl = pagefeed.torch.DataLoader(ds, batch_size=None, num_workers=2)
+n = len(ds)  # before the workers fork (a child process answers it)
+ids, steps = [], 0
+for item in dl:
+    ids.extend(item["id"].tolist())
+    steps += 1
+print(json.dumps({"ids": ids, "steps": steps, "len": n}))
+"""
+
+
+def test_zoo_mix_two_ranks_dataloader_workers(zoo):
+    """A file of every writer, at the defaults, over 2 ranks (RANK and
+    WORLD_SIZE, as torchrun sets them) each with 2 DataLoader workers
+    (pagefeed.torch.DataLoader):
+    every rank takes len(ds) steps, the same on both, no row comes twice,
+    and fewer rows than the 4 shards are left out."""
+    fixtures, writers = [], set()
+    for fx in zoo.values():
+        if fx["set"] == "tokens" and fx["writer"] not in writers and fx["rows"] <= 20000:
+            writers.add(fx["writer"])
+            fixtures.append(fx)
+    assert len(writers) >= 5, writers
+    ref = {}
+    for fx in fixtures:
+        ref.update(reference(fx))
+    paths = json.dumps([fx["path"] for fx in fixtures])
+    seen, steps = [], []
+    for rank in range(2):
+        r = run_py(ZOO_RANK, paths, timeout=300, env={"RANK": str(rank), "WORLD_SIZE": "2"})
+        assert r.returncode == 0, r.stderr[-4000:]
+        out = json.loads(r.stdout)
+        assert out["steps"] == out["len"], (rank, out["steps"], out["len"])
+        steps.append(out["steps"])
+        seen.extend(out["ids"])
+    assert steps[0] == steps[1], steps
+    assert len(seen) == len(set(seen)), "%d rows delivered twice" % (len(seen) - len(set(seen)))
+    assert set(seen) <= set(ref), "ids in no file: %r" % sorted(set(seen) - set(ref))[:5]
+    missing = len(ref) - len(set(seen))
+    assert missing < 4, "%d of %d rows left out" % (missing, len(ref))
