@@ -112,9 +112,11 @@ type mixture struct {
 	rows, toks     []int64
 
 	// The batch being assembled (a Next cut short keeps it): the rows
-	// each source still owes it, the sources' batches taken so far, each
-	// touched source's State from before (what State reports until the
-	// batch is returned), and the token matrix being filled.
+	// each source still owes it, the sources' batches taken so far, the
+	// State from before of each touched source that cannot give its
+	// batch back (tokens output, or a source that gave two batches: what
+	// State reports until the batch is returned; see rewind for the
+	// others), and the token matrix being filled.
 	wip struct {
 		on    bool
 		owe   []uint64
@@ -130,7 +132,7 @@ type mixture struct {
 	}
 	// The batch the last Next returned, what Unread needs to give it
 	// back: the sources' batches it holds (arrow output) or its token
-	// matrix, and each touched source's State from before it. Next drops
+	// matrix, and the States from before it that wip keeps. Next drops
 	// it (the batch owns them until then), so keeping it costs nothing.
 	back struct {
 		b    *Batch
@@ -565,7 +567,19 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 	for i, sl := range m.srcs {
 		for w.owe[i] > 0 {
 			if w.snap[i] == nil {
-				w.snap[i] = sl.State() // what State reports until the batch is out
+				switch {
+				case m.cfg.Output == OutputTokens:
+					// One source batch per row: State before the first is
+					// what State reports until the batch is out.
+					w.snap[i] = sl.State()
+				case len(w.got[i]) > 0:
+					// A second batch of this source (its own epoch ended
+					// in the first): the first goes back to it, which
+					// then reports its State from before, and is cut
+					// again by the Next below.
+					m.rewind(i)
+					w.snap[i] = sl.State()
+				}
 			}
 			if m.cfg.Output != OutputTokens {
 				sl.want = int(w.owe[i])
@@ -599,6 +613,26 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 		}
 	}
 	return m.finish(), nil
+}
+
+// rewind gives source i's one batch in the batch being assembled back to
+// the source (Loader.Unread), which then counts its rows as not delivered:
+// its State is again the one from before the batch, and its next Next
+// cuts the same rows. It is how the mixture keeps each touched source's
+// State from before a batch without taking a snapshot per batch, which
+// would list the source's buffered rows every time: a source whose State
+// is wanted while its batch is out (State before the batch is returned,
+// or after Unread) is rewound then. Nothing has asked the source for
+// anything since that batch, so it is the source's last, unreleased.
+func (m *mixture) rewind(i int) {
+	w := &m.wip
+	b := w.got[i][0]
+	if err := m.srcs[i].Unread(b); err != nil {
+		panic(fmt.Sprintf("rinas: source %q: its batch in the mixture's could not go back: %v", m.names[i], err))
+	}
+	w.owe[i] += uint64(b.Rows)
+	w.rows[i] -= int64(b.Rows)
+	w.got[i] = nil
 }
 
 // copyRow copies source i's one-row token batch into the matrix.
@@ -723,9 +757,15 @@ func (m *mixture) state() *State {
 	}
 	for i, sl := range m.srcs {
 		st := (*State)(nil)
-		if m.wip.on && m.wip.snap[i] != nil {
+		switch {
+		case !m.wip.on:
+			st = sl.State()
+		case m.wip.snap[i] != nil:
 			st = m.wip.snap[i]
-		} else {
+		default:
+			if len(m.wip.got[i]) > 0 {
+				m.rewind(i)
+			}
 			st = sl.State()
 		}
 		ms.Sources = append(ms.Sources, SourceState{Name: m.names[i], State: st})
