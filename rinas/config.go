@@ -286,7 +286,11 @@ type Config struct {
 	// 6.5. IODirect and IOBuffered read every file one way. With IOAuto,
 	// an Engine.Direct of On or Off is an explicit choice and wins.
 	// Either way a file system that refuses O_DIRECT gets buffered
-	// reads (said once), unless Engine.Direct is On.
+	// reads (said once), unless Engine.Direct is On. Over a mixture
+	// (Sources) auto chooses once for the union of all sources' files,
+	// which share the page cache, at Open and at every mixture epoch's
+	// start (not at the sources' own epochs), and each file keeps its
+	// mode within its source (Stats.Sources says each source's part).
 	IOMode IOMode
 
 	// IODepth is how many page reads may be in the kernel at once, over
@@ -331,7 +335,8 @@ type Config struct {
 	// EpochSize is the mixture's epoch for the whole world, in rows
 	// (tokens output: tokens). Default: the sum of the sources at their
 	// weights as given (each source's rows with Weight, Repeat × its rows,
-	// or Choose).
+	// or Choose). The sources' files are read in the modes IOMode
+	// chooses over all of them together.
 	Sources   []Source
 	EpochSize int64
 
