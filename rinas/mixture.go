@@ -27,6 +27,12 @@ type Source struct {
 	Paths []string
 	// Weight is the source's share of the delivered rows (tokens output:
 	// of the delivered tokens), relative to the other sources' weights.
+	// Where other sources set a weight, a Weight of 0 (which Go cannot
+	// tell from one left out) gives no rows: the source is opened and
+	// checked, its rows count in the default EpochSize, and its State
+	// goes on in every checkpoint, so that a resume that weighs it again
+	// starts it where it was. Weights all 0 are Repeat 1 each; the C ABI
+	// and Python refuse weights given as 0 for every source.
 	Weight float64
 	// Repeat takes Repeat × the source's rows per epoch (upsampling when
 	// above 1); Choose takes Choose rows (tokens) per epoch.
