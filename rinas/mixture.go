@@ -416,7 +416,9 @@ const mixTokBufs = 4
 // union of the sources' files, which share the page cache, then each
 // source takes its files' part (applyModes opens them so). The sources'
 // own epochs do not choose: an upsampled source may begin hundreds in one
-// mixture epoch, and each choice measures every file's residency.
+// mixture epoch, and each choice measures every file's residency. Next
+// calls it as it begins an epoch (one residency call per projected chunk
+// of every file, what one dataset's producer makes per epoch).
 func (m *mixture) chooseModes() {
 	n := 0
 	for _, sl := range m.srcs {
