@@ -140,7 +140,9 @@ type Config struct {
 	// read slots, decoded window, token buffers and side cache leave; 8192
 	// in stream mode; off otherwise (row and row-group shuffles mix rows
 	// themselves; page batches are BatchPages whole pages in random
-	// order). Without it a row batch of page shuffle is consecutive rows
+	// order). In a mixture each source's default buffer holds its weight's
+	// share of those pages (at least one page's rows), so that a mixture
+	// batch's rows span as many pages as one dataset's do. Without it a row batch of page shuffle is consecutive rows
 	// of one or two pages, which trains far worse on data stored in any
 	// order (by source, date, length, topic). The cost: a buffered row
 	// keeps its page decoded until the page's last row leaves (a buffer of
@@ -344,6 +346,10 @@ type Config struct {
 	// row batches held by the consumer the mixture counts against
 	// MemoryLimit once.
 	mixSource bool
+	// mixShare is a mixture source's share of every batch's rows (its
+	// blend weight), 0 outside a mixture: the source's default shuffle
+	// buffer is that share of one dataset's (bufsize.go).
+	mixShare float64
 
 	// batchAuto and sideAuto record that fill chose BatchPages and
 	// SideCacheBytes: Open may lower them to fit MemoryLimit (sizing.go).

@@ -388,6 +388,7 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 	for i, sl := range m.srcs {
 		sl.cfg.SharedEngine = m.eng
 		sl.cfg.MemoryLimit = left / int64(len(m.srcs))
+		sl.cfg.mixShare = m.blend.Share(i)
 		if sl.cfg.MemoryLimit <= 0 {
 			return nil, fmt.Errorf("%w: source %q: the shared engine's slots, the token buffers and the row batches held (%d MiB) leave nothing of the %d MiB limit", ErrMemory, names[i], m.fixed>>20, cfg.MemoryLimit>>20)
 		}
