@@ -336,8 +336,8 @@ type Config struct {
 	// mixture of datasets (see Source and the package doc's Mixtures);
 	// EpochSize is the mixture's epoch for the whole world, in rows
 	// (tokens output: tokens). Default: the sum of the sources at their
-	// weights as given (each source's rows with Weight, Repeat × its rows,
-	// or Choose). The sources' files are read in the modes IOMode
+	// weights as given (each source's rows with a Weight above 0, Repeat × its
+	// rows, or Choose). The sources' files are read in the modes IOMode
 	// chooses over all of them together.
 	Sources   []Source
 	EpochSize int64

@@ -29,7 +29,7 @@ type Source struct {
 	// of the delivered tokens), relative to the other sources' weights.
 	// Where other sources set a weight, a Weight of 0 (which Go cannot
 	// tell from one left out) gives no rows: the source is opened and
-	// checked, its rows count in the default EpochSize, and its State
+	// checked, its rows do not count in the default EpochSize, and its State
 	// goes on in every checkpoint, so that a resume that weighs it again
 	// starts it where it was. Weights all 0 are Repeat 1 each; the C ABI
 	// and Python refuse weights given as 0 for every source.
@@ -331,8 +331,11 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 		}
 		src := cfg.Sources[i]
 		switch {
-		case ws[i] >= 0:
+		case ws[i] > 0:
 			size += n
+		case ws[i] == 0:
+			// A weighted source at 0 gives no rows: its rows would only
+			// upsample the others.
 		case src.Choose > 0:
 			ws[i] = float64(src.Choose)
 			size += uint64(src.Choose)
