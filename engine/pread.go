@@ -62,6 +62,10 @@ func (w *worker) preadSlot(s *slot) {
 		s.finish()
 		return
 	}
+	if s.c.File.mapped != nil {
+		w.serveMapped(s)
+		return
+	}
 	fd := s.c.File.fd
 	s.handed()
 	for {
