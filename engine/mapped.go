@@ -16,9 +16,9 @@ import (
 // read synchronously by the worker when the copy touches it, holding up
 // the worker's other requests meanwhile.
 //
-// A file that shrinks while mapped fails the requests past its new end
-// with ErrChanged, as a read would, instead of killing the process with
-// SIGBUS; a page the kernel cannot read fails its request with EIO. The
+// A file that shrinks while mapped fails the requests that run past its
+// new end with ErrChanged, as reads would, instead of killing the process
+// with SIGBUS; a page the kernel cannot read fails its request with EIO. The
 // mapping is removed by CloseFile (once the file's requests finished) or
 // by Close. Where mmap(2) fails the file is read with plain buffered
 // reads (File.Mapped reports false) and the fallback is noticed once.
@@ -27,15 +27,26 @@ func (e *Engine) OpenMapped(path string) (*File, error) {
 	if err != nil || f.size == 0 {
 		return f, err
 	}
+	// Mapped under filesMu, as Close and CloseFile unmap: a Close that
+	// took the file since OpenMode closed its descriptor (whose number
+	// another open may reuse), and a mapping set after it would outlive
+	// the engine.
+	e.filesMu.Lock()
+	if _, ok := e.files[f]; !ok {
+		e.filesMu.Unlock()
+		return nil, &Error{Op: "open", Path: path, Err: ErrClosed}
+	}
 	m, err := unix.Mmap(f.fd, 0, int(f.size), unix.PROT_READ, unix.MAP_SHARED)
+	if err == nil {
+		// Advice only: without it a missing page reads ahead, which is
+		// all the harm there is.
+		_ = unix.Madvise(m, unix.MADV_RANDOM)
+		f.mapped = m
+	}
+	e.filesMu.Unlock()
 	if err != nil {
 		e.notice("mmap", "mapping %s failed (%v): buffered reads instead", path, err)
-		return f, nil
 	}
-	// Advice only: without it a missing page reads ahead, which is all
-	// the harm there is.
-	_ = unix.Madvise(m, unix.MADV_RANDOM)
-	f.mapped = m
 	return f, nil
 }
 
@@ -56,8 +67,9 @@ func (f *File) unmap() {
 // returns them, or -EIO. A fault while copying (the file shrank below the
 // mapped pages, or a page could not be read) is caught: the runtime turns
 // it into a panic on this goroutine only while SetPanicOnFault is on. A
-// file now shorter than the copy's start answers 0, which advance fails
-// with ErrChanged, as a read at the new end would.
+// file now shorter than the copy's end answers 0, which advance fails
+// with ErrChanged, as the reads of a shrunk file end (a short read, then
+// none); only a fault the file's size does not explain is EIO.
 func copyMapped(s *slot) (n int) {
 	f := s.c.File
 	off := s.aoff + int64(s.got)
@@ -69,7 +81,7 @@ func copyMapped(s *slot) (n int) {
 		if recover() != nil {
 			n = -int(syscall.EIO)
 			var st unix.Stat_t
-			if unix.Fstat(f.fd, &st) == nil && st.Size <= off {
+			if unix.Fstat(f.fd, &st) == nil && st.Size < s.aoff+int64(s.want) {
 				n = 0
 			}
 		}
