@@ -18,10 +18,15 @@ import (
 //
 // A file that shrinks while mapped fails the requests that run past its
 // new end with ErrChanged, as reads would, instead of killing the process
-// with SIGBUS; a page the kernel cannot read fails its request with EIO. The
-// mapping is removed by CloseFile (once the file's requests finished) or
-// by Close. Where mmap(2) fails the file is read with plain buffered
-// reads (File.Mapped reports false) and the fallback is noticed once.
+// with SIGBUS; a page the kernel cannot read fails its request with EIO.
+// A request that ends in the memory page the new end falls in is the
+// exception: the mapping reads that partial page whole, so the request
+// gets zeros past the new end instead of an error. A caller that must not
+// use such bytes checks the file's identity once its reads have landed,
+// as it must anyway for a file written in place. The mapping is removed
+// by CloseFile (once the file's requests finished) or by Close. Where
+// mmap(2) fails the file is read with plain buffered reads (File.Mapped
+// reports false) and the fallback is noticed once.
 func (e *Engine) OpenMapped(path string) (*File, error) {
 	f, err := e.OpenMode(path, Off)
 	if err != nil || f.size == 0 {

@@ -295,12 +295,36 @@ func (l *Loader) confirmFiles(fb *fetchBatch) error {
 }
 
 // landedErr returns the error of a landed fetch batch: its reads' and
-// decodes', else a file changed since it was indexed (confirmFiles).
+// decodes', else a file changed since it was indexed (confirmFiles). A
+// read or decode that failed on a file that changed since is that change
+// (changedErr).
 func (l *Loader) landedErr(fb *fetchBatch) error {
 	if err := fb.firstErr(); err != nil {
-		return err
+		return l.changedErr(fb, err)
 	}
 	return l.confirmFiles(fb)
+}
+
+// changedErr returns the error fb failed with, err, unless a file fb read
+// changed since it was indexed (checkIdentity): then ErrFileChanged
+// naming it, with err. Bytes of a file being cut or written fail to
+// decode, or to read (EIO), before any check sees the change (a file
+// read out of a memory map and cut inside its last page reads zeros past
+// the new end): the change is the cause, not a corrupt page. One statx
+// per file, on this failing path only. Consumer only.
+func (l *Loader) changedErr(fb *fetchBatch, err error) error {
+	if errors.Is(err, ErrFileChanged) || benchSkipConfirm {
+		return err
+	}
+	for i := range fb.units[:fb.n] {
+		u := &fb.units[i]
+		f := l.ix.Chunk(l.lead, u.chunk).File
+		if cerr := l.fc.confirm(f); cerr != nil {
+			return &PageError{Op: "check identity", Path: l.ix.File(f).Path, Off: l.ix.Locate(l.lead, u.first).Offset,
+				Err: fmt.Errorf("%w; reading it: %v", cerr, err)}
+		}
+	}
+	return err
 }
 
 // benchSkipConfirm turns confirmFiles off, for BenchmarkIdentityCheck to
