@@ -106,11 +106,24 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		f, err = c.eng.OpenMode(c.ix.File(i).Path, mode.direct)
 	}
 	if err != nil {
-		return nil, err
+		return nil, c.openErr(i, err)
 	}
 	e.f, e.mode, e.refs = f, mode, 1
 	c.open++
 	return f, nil
+}
+
+// openErr returns err, the error opening file i, or, where the file is no
+// longer the one indexed (deleted or replaced since: checkIdentity), an
+// error wrapping ErrFileChanged naming it: a file evicted and reopened
+// meets its deletion here rather than in confirmFiles.
+func (c *fileCache) openErr(i int, err error) error {
+	path := c.ix.File(i).Path
+	id, serr := statID(path)
+	if cerr := checkIdentity(c.ix, i, c.ids[i], id, serr); cerr != nil {
+		return &PageError{Op: "open", Path: path, Err: fmt.Errorf("%w; opening it: %v", cerr, err)}
+	}
+	return err
 }
 
 // setModes sets every file's open mode for the files opened from now on
@@ -306,22 +319,28 @@ func (l *Loader) landedErr(fb *fetchBatch) error {
 }
 
 // changedErr returns the error fb failed with, err, unless a file fb read
-// changed since it was indexed (checkIdentity): then ErrFileChanged
-// naming it, with err. Bytes of a file being cut or written fail to
-// decode, or to read (EIO), before any check sees the change (a file
-// read out of a memory map and cut inside its last page reads zeros past
-// the new end): the change is the cause, not a corrupt page. One statx
-// per file, on this failing path only. Consumer only.
+// changed since it was indexed: then a unit's read that saw the change
+// (ErrFileChanged), else ErrFileChanged naming the file (checkIdentity),
+// with err. Bytes of a file being cut or written fail to decode, or to
+// read (EIO), before any check sees the change (a file read out of a
+// memory map and cut inside its last page reads zeros past the new end):
+// the change is the cause, not a corrupt page. One statx per file, on
+// this failing path only. Consumer only.
 func (l *Loader) changedErr(fb *fetchBatch, err error) error {
 	if errors.Is(err, ErrFileChanged) || benchSkipConfirm {
 		return err
+	}
+	for i := range fb.units[:fb.n] {
+		if u := &fb.units[i]; u.err != nil && errors.Is(u.err, ErrFileChanged) {
+			return u.err
+		}
 	}
 	for i := range fb.units[:fb.n] {
 		u := &fb.units[i]
 		f := l.ix.Chunk(l.lead, u.chunk).File
 		if cerr := l.fc.confirm(f); cerr != nil {
 			return &PageError{Op: "check identity", Path: l.ix.File(f).Path, Off: l.ix.Locate(l.lead, u.first).Offset,
-				Err: fmt.Errorf("%w; reading it: %v", cerr, err)}
+				Err: fmt.Errorf("%w; reading it: %w", cerr, err)}
 		}
 	}
 	return err

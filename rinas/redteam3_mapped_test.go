@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
 // rtMaps counts the mappings of the given files in /proc/self/maps (a
@@ -369,6 +370,187 @@ func TestRedteam3MappedCutInsidePage(t *testing.T) {
 			}
 			if !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), path) {
 				t.Fatalf("cut at %d inside the first page (%d bytes at %d): %v; want ErrFileChanged naming %s", cut, loc.Size, loc.Offset, err, path)
+			}
+		})
+	}
+}
+
+// rtManyFiles generates a dataset of n small files (ids 0..n×rows) under
+// a temporary directory, with codec.
+func rtManyFiles(t *testing.T, n, rows int, codec string) dataset {
+	t.Helper()
+	res, err := gen.Run(context.Background(), gen.Config{Dir: t.TempDir(), Files: n, RowsPerFile: rows, PageSize: 2048, RowGroupRows: int64(rows / 2),
+		PageVersion: 2, PageIndex: true, Codec: codec, Seed: 21, MeanTokens: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dataset{paths: res.Files, rows: int64(n * rows)}
+}
+
+// mappedOpen counts the loader's open files that are mapped, and the
+// mappings of paths in /proc/self/maps at the same moment (the file cache
+// opens and closes files under its lock).
+func mappedOpen(t *testing.T, l *Loader, paths []string) (open, maps int) {
+	l.fc.mu.Lock()
+	defer l.fc.mu.Unlock()
+	for _, e := range l.fc.ents {
+		if e.f != nil && e.f.Mapped() {
+			open++
+		}
+	}
+	return open, rtMaps(t, paths...)
+}
+
+// TestRedteam3MappedBudgetModes: many files under an open-file budget of
+// one (every unit's file evicted and reopened, mapped again and
+// unmapped), while every epoch's choice changes the files' modes: all
+// mapped, all direct (no memory), buffered unmapped (not cached), half
+// mapped. Every epoch delivers every row once; no more mappings of the
+// dataset's files exist than open mapped files; after Close none, and no
+// descriptor. io_uring and pread; unordered and ordered fetch, row
+// shuffle, row batches through the shuffle buffer; zstd and plain pages.
+func TestRedteam3MappedBudgetModes(t *testing.T) {
+	var mu sync.Mutex
+	phase := 0
+	setMemory(t, func() ioFacts {
+		mu.Lock()
+		defer mu.Unlock()
+		phase++
+		if phase%4 == 2 {
+			return none()
+		}
+		return plenty()
+	})
+	// Choice k sees the residency at phase k-1, then sets phase k:
+	// k%4 == 1 all mapped, 2 all direct, 3 buffered unmapped, 0 half
+	// mapped.
+	setResidency(t, func(path string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		switch phase % 4 {
+		case 0:
+			return true
+		case 3:
+			return strings.HasSuffix(path, "0.parquet") || strings.HasSuffix(path, "2.parquet") || strings.HasSuffix(path, "4.parquet")
+		}
+		return false
+	})
+	modes := []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"page", func(c *Config) {}},
+		{"ordered", func(c *Config) { c.Fetch = Ordered }},
+		{"row", func(c *Config) { c.Shuffle, c.BatchRows = ShuffleRow, 64 }},
+		{"rowbatches-buffer", func(c *Config) { c.BatchRows, c.BufferRows = 50, 300 }},
+	}
+	for _, codec := range []string{"zstd", "none"} {
+		ds := rtManyFiles(t, 12, 200, codec)
+		for mi, m := range modes {
+			kind := []engine.Kind{engine.IOUring, engine.Pread}[mi%2]
+			t.Run(fmt.Sprintf("%s/%s/%s", codec, m.name, kind), func(t *testing.T) {
+				mu.Lock()
+				phase = 0
+				mu.Unlock()
+				cfg := baseConfig(ds, "id")
+				cfg.Epochs, cfg.BatchPages, cfg.Prefetch = 8, 2, 1
+				cfg.Engine.Kind = kind
+				m.edit(&cfg)
+				fds := openFDs(t)
+				l := openT(t, cfg)
+				if st := l.Stats(); st.MappedFiles != len(ds.paths) {
+					t.Fatalf("%d of %d files mapped at Open", st.MappedFiles, len(ds.paths))
+				}
+				l.fc.mu.Lock()
+				l.fc.max = 1
+				l.fc.mu.Unlock()
+				most, seenMapped := map[string]bool{}, 0
+				ids := epochIDs(t, l, func(int) {
+					st := l.Stats()
+					most[fmt.Sprintf("%s/%d", st.IOMode, st.MappedFiles)] = true
+					mo, n := mappedOpen(t, l, ds.paths)
+					seenMapped = max(seenMapped, mo)
+					if n > mo {
+						t.Fatalf("%d mappings of the dataset's files, %d open mapped files", n, mo)
+					}
+				})
+				if len(ids) != cfg.Epochs {
+					t.Fatalf("%d epochs, want %d", len(ids), cfg.Epochs)
+				}
+				for _, e := range ids {
+					checkExactlyOnce(t, e, ds.rows)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if n := rtMaps(t, ds.paths...); n != 0 {
+					t.Fatalf("%d mappings left after Close", n)
+				}
+				if n := openFDs(t); n != fds {
+					t.Fatalf("%d descriptors after Close, %d before Open", n, fds)
+				}
+				if seenMapped == 0 || len(most) < 3 {
+					t.Fatalf("modes seen %v, at most %d files open mapped: the test did not change modes", most, seenMapped)
+				}
+				t.Logf("modes seen %v; at most %d open mapped", most, seenMapped)
+			})
+		}
+	}
+}
+
+// TestRedteam3MappedDeletedEvicted: under an open-file budget of one, a
+// file deleted mid-epoch after the loader mapped, read and evicted it
+// must be reopened to be read again: the epoch fails with ErrFileChanged
+// naming it (its rows already delivered are its own, each once), as a
+// file deleted while open fails, not with an open error.
+func TestRedteam3MappedDeletedEvicted(t *testing.T) {
+	setMemory(t, plenty)
+	ds := rtManyFiles(t, 6, 300, "none")
+	for _, budget := range []int{1, 100} {
+		t.Run(fmt.Sprint("budget", budget), func(t *testing.T) {
+			paths := rtCopy(t, ds.paths)
+			cfg := baseConfig(dataset{paths: paths}, "id")
+			cfg.BatchPages, cfg.Prefetch = 2, 1
+			l := openT(t, cfg)
+			if st := l.Stats(); st.MappedFiles != len(paths) {
+				t.Fatalf("%d of %d files mapped", st.MappedFiles, len(paths))
+			}
+			l.fc.mu.Lock()
+			l.fc.max = budget
+			l.fc.mu.Unlock()
+			victim := paths[2]
+			seen := map[int64]bool{}
+			for n := 0; ; n++ {
+				if n == 3 {
+					if err := os.Remove(victim); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				b, err := l.Next(ctx)
+				cancel()
+				if err == io.EOF {
+					t.Fatalf("the epoch ended: %d rows, the deleted file unnoticed", len(seen))
+				}
+				if err != nil {
+					if !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), victim) {
+						t.Fatalf("after batch %d: %v; want ErrFileChanged naming %s", n, err, victim)
+					}
+					break
+				}
+				for _, a := range b.Arrays {
+					for _, id := range a.(*array.Int64).Int64Values() {
+						if seen[id] || id < 0 || id >= ds.rows {
+							t.Fatalf("id %d twice or out of range", id)
+						}
+						seen[id] = true
+					}
+				}
+				b.Release()
+			}
+			l.Close()
+			if n := rtMaps(t, paths...); n != 0 {
+				t.Fatalf("%d mappings left after Close", n)
 			}
 		})
 	}
