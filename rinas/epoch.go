@@ -56,6 +56,7 @@ func (l *Loader) startEpoch(s *State) error {
 	}
 	l.batches = int64(s.Batches)
 	l.rows.rng = splitmix(s.RNG)
+	l.flushed = s.Flushed
 	return l.rows.restore(pending, s.Flushed)
 }
 
@@ -67,7 +68,7 @@ func (l *Loader) beginEpoch(rem *State) error {
 	if err != nil {
 		return err
 	}
-	l.ep, l.share, l.cursor, l.batches, l.rest = e, sh, plan.Start(sh.Spans), 0, nil
+	l.ep, l.share, l.cursor, l.batches, l.rest, l.flushed = e, sh, plan.Start(sh.Spans), 0, nil, false
 	if rem != nil {
 		l.rest = &plan.Rest{Spans: rem.Rest, Pending: rem.RestPending}
 	}
@@ -137,7 +138,7 @@ func (l *Loader) State() *State {
 		s.Resharded, s.Rest, s.RestPending = true, l.rest.Spans, l.rest.Pending
 	}
 	s.Pending = l.rows.pending()
-	s.Flushed = l.atEnd && len(s.Pending) > 0
+	s.Flushed = (l.atEnd || l.flushed) && len(s.Pending) > 0
 	return s
 }
 

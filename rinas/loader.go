@@ -197,6 +197,10 @@ type consumer struct {
 	cur     *fetchBatch // row batches: the batch whose units are being taken in
 	curNext int         // next arrival index of cur to take in
 	atEnd   bool        // row batches: the epoch's units are all taken in
+	// flushed: row batches resumed from a State whose shuffle buffer had
+	// been flushed at the epoch's end (State.Flushed): the restored rows
+	// are all in the FIFO, as atEnd leaves them, until the epoch ends.
+	flushed bool
 	rows    rowStream
 	outG    outGate // row batches held (arrow output)
 	tokBufs chan *tokenBuf
