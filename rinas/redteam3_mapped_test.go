@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
+	"github.com/pagefeed/pagefeed/internal/childtest"
 	"github.com/pagefeed/pagefeed/internal/gen"
 )
 
@@ -554,4 +555,167 @@ func TestRedteam3MappedDeletedEvicted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRedteam3MappedCloseMidEpoch: a loader reading mapped files closed
+// after a random few batches, while its producer has reads in flight and
+// the consumer holds the last batch: Close returns, the held batch keeps
+// its rows (released after Close), and no mapping of the files nor any
+// descriptor is left. io_uring and pread; page and row batches, ordered
+// fetch, row shuffle; a mixture of two sources over the same engine.
+func TestRedteam3MappedCloseMidEpoch(t *testing.T) {
+	setMemory(t, plenty)
+	ds := rtManyFiles(t, 6, 600, "zstd")
+	paths := rtCopy(t, ds.paths)
+	modes := []func(*Config){
+		func(c *Config) {},
+		func(c *Config) { c.BatchRows = 100 },
+		func(c *Config) { c.Fetch = Ordered },
+		func(c *Config) { c.Shuffle, c.BatchRows = ShuffleRow, 64 },
+		func(c *Config) {
+			c.Paths, c.Columns, c.BatchRows = nil, []string{"id"}, 100
+			c.Sources = []Source{{Name: "a", Paths: paths[:3], Weight: 2}, {Name: "b", Paths: paths[3:], Weight: 1}}
+		},
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for round := 0; round < 30; round++ {
+		m := modes[round%len(modes)]
+		cfg := baseConfig(dataset{paths: paths}, "id")
+		cfg.Epochs, cfg.BatchPages, cfg.Prefetch = 3, 2, 2
+		cfg.Engine.Kind = []engine.Kind{engine.IOUring, engine.Pread}[round%2]
+		m(&cfg)
+		fds := openFDs(t)
+		l, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := l.Stats(); st.MappedFiles == 0 {
+			l.Close()
+			t.Fatalf("round %d: no file mapped (%s)", round, st.IOReason)
+		}
+		var held *Batch
+		var ids []int64
+		for n := rng.IntN(6); n >= 0; n-- {
+			if held != nil {
+				held.Release()
+			}
+			b, err := l.Next(context.Background())
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			held, ids = b, nil
+			for _, a := range b.Columns[0].Arrays {
+				ids = append(ids, a.(*array.Int64).Int64Values()...)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		var again []int64
+		for _, a := range held.Columns[0].Arrays {
+			again = append(again, a.(*array.Int64).Int64Values()...)
+		}
+		if fmt.Sprint(again) != fmt.Sprint(ids) {
+			t.Fatalf("round %d: a batch held past Close changed", round)
+		}
+		held.Release()
+		if n := rtMaps(t, paths...); n != 0 {
+			t.Fatalf("round %d: %d mappings left after Close", round, n)
+		}
+		if n := openFDs(t); n != fds {
+			t.Fatalf("round %d: %d descriptors after Close, %d before Open", round, n, fds)
+		}
+	}
+}
+
+// memcgMappedEnv carries the mapped-reads cgroup child's cgroup and
+// dataset.
+const memcgMappedEnv = "PAGEFEED_RINAS_REDTEAM3_MEMCG"
+
+// TestRedteam3MappedMemcg: files read out of memory maps (auto made to
+// see them cached whole and memory to spare) by a loader in a memory
+// cgroup (v1) whose limit is a fraction of their size: the cgroup's
+// reclaim takes the mapped pages back from under the copies, which fault
+// them in again. Two epochs deliver every row once; the child is not
+// OOM-killed and its usage stays within the limit (to a few pages).
+func TestRedteam3MappedMemcg(t *testing.T) {
+	if v := os.Getenv(memcgMappedEnv); v != "" {
+		mappedMemcgChild(t, v)
+		return
+	}
+	if testing.Short() || raceEnabled {
+		t.Skip("-short or -race: generates 200 MB and runs a child whose memory the detector would swell")
+	}
+	probe := filepath.Join(memcgRoot, fmt.Sprintf("pagefeed-rt3-%d-probe", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		t.Skipf("cannot create a memory cgroup under %s (cgroup v1 and root needed): %v", memcgRoot, err)
+	}
+	os.Remove(probe)
+	res, err := gen.Run(context.Background(), gen.Config{Dir: t.TempDir(), Files: 4, RowsPerFile: 6000, PageSize: 64 << 10,
+		RowGroupRows: 1000, PageVersion: 2, PageIndex: true, Codec: "none", Seed: 3, MeanTokens: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, p := range res.Files {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += st.Size()
+	}
+	cg := filepath.Join(memcgRoot, fmt.Sprintf("pagefeed-rt3-%d", os.Getpid()))
+	if err := os.Mkdir(cg, 0o755); err != nil {
+		t.Skipf("memory cgroup: %v", err)
+	}
+	defer os.Remove(cg)
+	limit := int64(128 << 20)
+	for _, f := range []string{"memory.limit_in_bytes", "memory.memsw.limit_in_bytes"} {
+		if err := os.WriteFile(filepath.Join(cg, f), []byte(fmt.Sprint(limit)), 0); err != nil && f == "memory.limit_in_bytes" {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	childtest.Run(t, "TestRedteam3MappedMemcg", memcgMappedEnv, cg+"|"+filepath.Dir(res.Files[0]))
+	peak := readInt(t, filepath.Join(cg, "memory.max_usage_in_bytes"))
+	t.Logf("%d MiB of files; cgroup peak %d MiB of %d MiB, %d failed charges", size>>20, peak>>20, limit>>20, readInt(t, filepath.Join(cg, "memory.failcnt")))
+	// The kernel's forced charges may pass the limit by a few pages.
+	if peak > limit+1<<20 {
+		t.Fatalf("peak %d over the limit %d", peak, limit)
+	}
+}
+
+func mappedMemcgChild(t *testing.T, v string) {
+	cg, dir, _ := strings.Cut(v, "|")
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(fmt.Sprint(os.Getpid())), 0); err != nil {
+		t.Fatalf("joining %s: %v", cg, err)
+	}
+	setMemory(t, plenty)
+	setResidency(t, func(string) bool { return true })
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.parquet"))
+	for _, p := range paths {
+		dropCache(t, p)
+	}
+	cfg := baseConfig(dataset{paths: paths}, "id")
+	cfg.Columns, cfg.LeadColumn, cfg.Epochs, cfg.MemoryLimit = []string{"id", "input_ids"}, "input_ids", 2, 64<<20
+	l := openT(t, cfg)
+	if st := l.Stats(); st.MappedFiles != len(paths) {
+		t.Fatalf("%d of %d files mapped", st.MappedFiles, len(paths))
+	}
+	var ids []int64
+	ep := uint64(0)
+	eachBatch(t, l, func(b *Batch) {
+		if b.Epoch != ep {
+			checkExactlyOnce(t, ids, int64(len(paths)*6000))
+			ids, ep = ids[:0], b.Epoch
+		}
+		for _, a := range b.Columns[0].Arrays {
+			ids = append(ids, a.(*array.Int64).Int64Values()...)
+		}
+		b.Release()
+	})
+	checkExactlyOnce(t, ids, int64(len(paths)*6000))
+	if ep != 1 {
+		t.Fatalf("last epoch %d, want 1", ep)
+	}
+	t.Logf("2 epochs of %d rows read mapped", len(paths)*6000)
 }

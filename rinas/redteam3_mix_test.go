@@ -447,3 +447,62 @@ func TestRedteam3ResumeTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestRedteam3MixExtremeWeights: sources whose weights make their default
+// shuffle buffers a sliver of one dataset's (at least one page's rows), a
+// source at weight 0 beside them, and a Repeat that upsamples the small
+// source twenty times, with Nexts cut short at every look: each source's
+// rows come once per its own epoch, the weight-0 source gives none, and
+// the batches are those of an uninterrupted run.
+func TestRedteam3MixExtremeWeights(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		names   []string
+		weights []float64
+		repeat  []float64
+	}{
+		{"sliver", []string{"web", "tiny"}, []float64{0.995, 0.005}, nil},
+		{"zero", []string{"code", "math", "tiny"}, []float64{0.7, 0, 0.3}, nil},
+		{"repeat", []string{"code", "tiny"}, nil, []float64{1, 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := mixConfig(t, tc.names, tc.weights)
+			for i := range tc.repeat {
+				cfg.Sources[i].Repeat = tc.repeat[i]
+			}
+			cfg.BatchRows, cfg.Deterministic = 100, true
+			n := len(tc.names)
+			want, _ := refRun(t, cfg, n)
+			l := openT(t, cfg)
+			per := make([][]int64, n)
+			for i := range want {
+				var b *Batch
+				for k := 0; ; k++ {
+					var err error
+					if b, err = l.Next(newCut(k)); err == nil {
+						break
+					}
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("batch %d: %v", i, err)
+					}
+				}
+				if got := mixKey(t, b, n); got != want[i] {
+					t.Fatalf("batch %d differs from the uninterrupted run's", i)
+				}
+				for s, ids := range splitMix(t, b, n) {
+					per[s] = append(per[s], ids...)
+				}
+				b.Release()
+			}
+			for s, name := range tc.names {
+				checkEpochs(t, name, per[s], mixRows(name))
+				if tc.weights != nil && tc.weights[s] == 0 && len(per[s]) > 0 {
+					t.Fatalf("source %s at weight 0 gave %d rows", name, len(per[s]))
+				}
+			}
+			if tc.repeat != nil && len(per[1]) != 20*mixRows("tiny") {
+				t.Fatalf("tiny at Repeat 20 gave %d rows, want %d", len(per[1]), 20*mixRows("tiny"))
+			}
+		})
+	}
+}
