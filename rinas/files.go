@@ -37,7 +37,7 @@ type fileCache struct {
 	checks  int64 // statx calls made (benchmarks)
 	// modes is each file's open mode (Config.IOMode; setModes): a file
 	// open in another mode is reopened once it is idle.
-	modes  []fileOpen
+	modes  []engine.Tristate
 	head   int32 // most recently released idle file, -1 none
 	tail   int32 // least recently released idle file, -1 none
 	closed bool
@@ -47,7 +47,7 @@ type fileCache struct {
 
 type fileEnt struct {
 	f          *engine.File
-	mode       fileOpen // how f was opened
+	mode       engine.Tristate // what f was opened with
 	refs       int32
 	prev, next int32 // idle list links (refs == 0 and open), -1 none
 }
@@ -74,7 +74,7 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		return nil, ErrClosed
 	}
 	e := &c.ents[i]
-	mode := fileOpen{direct: engine.TryOn}
+	mode := engine.TryOn
 	if c.modes != nil {
 		mode = c.modes[i]
 	}
@@ -98,13 +98,7 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		c.warned = true
 		c.logf("%d files open, above the budget of %d (engine.OpenFileBudget(2)): every one has reads scheduled", c.open+1, c.max)
 	}
-	var f *engine.File
-	var err error
-	if mode.mapped {
-		f, err = c.eng.OpenMapped(c.ix.File(i).Path)
-	} else {
-		f, err = c.eng.OpenMode(c.ix.File(i).Path, mode.direct)
-	}
+	f, err := c.eng.OpenMode(c.ix.File(i).Path, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +109,7 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 
 // setModes sets every file's open mode for the files opened from now on
 // (modes has one per file of the index).
-func (c *fileCache) setModes(modes []fileOpen) {
+func (c *fileCache) setModes(modes []engine.Tristate) {
 	c.mu.Lock()
 	c.modes = modes
 	c.mu.Unlock()
