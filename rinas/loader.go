@@ -542,7 +542,7 @@ func (l *Loader) openEngine() error {
 		l.cpus = opts.CPUSets[0]
 	}
 	l.sideC.init(z.mem.side)
-	l.pcache.init(z.pageCache)
+	l.pcache.init(z.pageCache, z.pageCacheWant)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {
