@@ -230,11 +230,11 @@ type ParquetResult struct {
 	// EngineStats are the io_uring workers' counters over the measured
 	// run (pagefeed engine on io_uring only).
 	EngineStats *engine.Stats
-	// IOMode, IOReason, DirectFiles, BufferedFiles and MappedFiles are
-	// the loader's read mode at the end of the run and why (rinas.Stats);
-	// a baseline names its own: mmap reads through the page cache.
-	IOMode, IOReason                        string
-	DirectFiles, BufferedFiles, MappedFiles int
+	// IOMode, IOReason, DirectFiles and BufferedFiles are the loader's
+	// read mode at the end of the run and why (rinas.Stats); a baseline
+	// names its own: mmap reads through the page cache.
+	IOMode, IOReason           string
+	DirectFiles, BufferedFiles int
 	// Sources counts per source of a mixture (Config.Sources).
 	Sources []rinas.SourceStats
 
@@ -254,13 +254,10 @@ type SourceJSON struct {
 	PageBytes int64  `json:"page_bytes"`
 	Pages     int64  `json:"pages"`
 	// IOMode is how the source's files were read (its part of the
-	// mixture's io_mode), DirectFiles and BufferedFiles how many each way,
-	// MappedFiles how many of the buffered ones were copied out of a
-	// memory map.
+	// mixture's io_mode), DirectFiles and BufferedFiles how many each way.
 	IOMode        string `json:"io_mode,omitempty"`
 	DirectFiles   int    `json:"direct_files"`
 	BufferedFiles int    `json:"buffered_files"`
-	MappedFiles   int    `json:"mapped_files"`
 }
 
 // ParquetJob is a Parquet-mode job in fio's JSON shape: read.iops is pages
@@ -299,13 +296,11 @@ type ParquetJob struct {
 	// IOMode is how the pages were read: direct, buffered or mixed
 	// (the loader's auto choice at the run's end, or the mode asked
 	// for), and IOReason why; a baseline's is its own (mmap: the page
-	// cache). MappedFiles counts the buffered files whose pages auto
-	// copied out of a memory map (all in the page cache).
+	// cache).
 	IOMode        string       `json:"io_mode,omitempty"`
 	IOReason      string       `json:"io_mode_reason,omitempty"`
 	DirectFiles   int          `json:"direct_files,omitempty"`
 	BufferedFiles int          `json:"buffered_files,omitempty"`
-	MappedFiles   int          `json:"mapped_files,omitempty"`
 	Sources       []SourceJSON `json:"sources,omitempty"`
 }
 
@@ -492,7 +487,6 @@ func runLoader(ctx context.Context, cfg ParquetConfig, files []string, res *Parq
 	res.SideCacheHits = st.SideCacheHits
 	res.PlannedBytes, res.BatchUnits = l.PlannedBytes(), l.BatchPages()
 	res.IOMode, res.IOReason, res.DirectFiles, res.BufferedFiles = st.IOMode, st.IOReason, st.DirectFiles, st.BufferedFiles
-	res.MappedFiles = st.MappedFiles
 	res.Sources = st.Sources
 	if l.Engine().Info().Kind == engine.IOUring {
 		est := l.Engine().Stats().Sub(est0)
@@ -883,11 +877,11 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		CPUs: r.CPUs, EngineInfo: r.EngineInfo, Prefetch: r.Prefetch, Workers: r.Workers, ZeroCopyPages: r.ZeroCopyPages,
 		PlannedBytes: r.PlannedBytes, BatchUnits: r.BatchUnits,
 		Reads: r.Reads, SidePages: r.SidePages, StraddleReads: r.StraddleReads, CoalescedPages: r.CoalescedPages, SideCacheHits: r.SideCacheHits,
-		IOMode: r.IOMode, IOReason: r.IOReason, DirectFiles: r.DirectFiles, BufferedFiles: r.BufferedFiles, MappedFiles: r.MappedFiles,
+		IOMode: r.IOMode, IOReason: r.IOReason, DirectFiles: r.DirectFiles, BufferedFiles: r.BufferedFiles,
 	}
 	for _, s := range r.Sources {
 		j.Sources = append(j.Sources, SourceJSON{Name: s.Name, Rows: s.Rows, Tokens: s.Tokens, Epochs: s.Epochs, IOBytes: s.DiskBytes, PageBytes: s.PageBytes, Pages: s.Pages,
-			IOMode: s.IOMode, DirectFiles: s.DirectFiles, BufferedFiles: s.BufferedFiles, MappedFiles: s.MappedFiles})
+			IOMode: s.IOMode, DirectFiles: s.DirectFiles, BufferedFiles: s.BufferedFiles})
 	}
 	if j.IOMode == "" && cfg.IOEngine == ParquetMmap {
 		j.IOMode, j.IOReason = "mmap", "mmap: pages copied out of memory-mapped files (the page cache)"

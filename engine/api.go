@@ -125,10 +125,6 @@ type File struct {
 	size   int64
 	direct bool
 	fd     int
-	// mapped is the whole file mapped read-only (OpenMapped): requests
-	// are copied out of it. Set at open, removed once no request is in
-	// flight (CloseFile, Close).
-	mapped []byte
 	// alignment for O_DIRECT: offsets and memory
 	offAlign, memAlign int
 

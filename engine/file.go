@@ -157,7 +157,6 @@ func (e *Engine) CloseFile(f *File) error {
 		return nil
 	}
 	delete(e.files, f)
-	f.unmap()
 	if f.regIdx >= 0 {
 		// Rings may keep a reference to the old file in this index until a
 		// new file takes it over; the descriptor number itself is free.

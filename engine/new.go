@@ -155,7 +155,6 @@ func (e *Engine) Close() error {
 		}
 		e.filesMu.Lock()
 		for f := range e.files {
-			f.unmap()
 			if cerr := unix.Close(f.fd); cerr != nil && err == nil {
 				err = &Error{Op: "close", Path: f.path, Err: cerr}
 			}

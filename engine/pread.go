@@ -62,10 +62,6 @@ func (w *worker) preadSlot(s *slot) {
 		s.finish()
 		return
 	}
-	if s.c.File.mapped != nil {
-		w.serveMapped(s)
-		return
-	}
 	fd := s.c.File.fd
 	s.handed()
 	for {

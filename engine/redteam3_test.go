@@ -7,28 +7,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 )
-
-// mapsOf counts the mappings of path in /proc/self/maps (a file deleted
-// since it was mapped shows there as "path (deleted)").
-func mapsOf(t testing.TB, path string) int {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasSuffix(line, " "+path) || strings.HasSuffix(line, " "+path+" (deleted)") {
-			n++
-		}
-	}
-	return n
-}
 
 // readAll submits reqs on q and returns each request's completion error
 // and data (copied), by tag.
@@ -57,35 +39,24 @@ func readAll(t *testing.T, e *Engine, reqs []Request) ([][]byte, []error) {
 	return data, errs
 }
 
-// TestRedteam3MappedShrunkInsideRequest: a mapped file truncated to a
-// size inside a request's range (the request starts below the new end
-// and runs past it) fails the request with ErrChanged, as the same
-// request of a file read with pread does (a short read, then no
-// progress), not with EIO: a shrunk file is a changed file whether the
-// copy starts past the new end or before it. Page-aligned and unaligned
-// new ends, io_uring and pread workers; the buffered (unmapped) file is
-// the reference.
-func TestRedteam3MappedShrunkInsideRequest(t *testing.T) {
+// TestRedteam3ShrunkInsideRequest: a file truncated to a size inside a
+// request's range (the request starts below the new end and runs past
+// it) fails the request with ErrChanged naming the file and offset (a
+// short read, then no progress), not with EIO and not with fewer bytes.
+// Page-aligned and unaligned new ends, io_uring and pread workers,
+// buffered and O_DIRECT files.
+func TestRedteam3ShrunkInsideRequest(t *testing.T) {
 	data := content(256 << 10)
 	for _, kind := range []Kind{IOUring, Pread} {
-		for _, mapped := range []bool{false, true} {
+		for _, direct := range []Tristate{Off, TryOn} {
 			for _, cut := range []int64{12288, 10000} {
-				name := fmt.Sprintf("%s/%s/cut%d", kind, map[bool]string{false: "buffered", true: "mapped"}[mapped], cut)
+				name := fmt.Sprintf("%s/%s/cut%d", kind, map[Tristate]string{Off: "buffered", TryOn: "direct"}[direct], cut)
 				t.Run(name, func(t *testing.T) {
-					e := newEngine(t, Options{Kind: kind, QueueDepth: 4, SlotSize: 64 << 10, Direct: Off})
+					e := newEngine(t, Options{Kind: kind, QueueDepth: 4, SlotSize: 64 << 10, Direct: direct})
 					path := writeFile(t, data, false)
-					var f *File
-					var err error
-					if mapped {
-						f, err = e.OpenMapped(path)
-					} else {
-						f, err = e.OpenMode(path, Off)
-					}
+					f, err := e.OpenMode(path, direct)
 					if err != nil {
 						t.Fatal(err)
-					}
-					if f.Mapped() != mapped {
-						t.Fatalf("Mapped %v, want %v", f.Mapped(), mapped)
 					}
 					if err := os.Truncate(path, cut); err != nil {
 						t.Fatal(err)
@@ -101,13 +72,13 @@ func TestRedteam3MappedShrunkInsideRequest(t *testing.T) {
 	}
 }
 
-// TestRedteam3MappedFlapping: requests of mapped files while another
-// goroutine truncates, extends, rewrites and restores them, again and
-// again: nothing crashes or hangs; every request either fails (ErrChanged
-// or EIO, naming the file) or delivers bytes that are the file's at some
-// moment (the original, the rewrite, or zeros where it was cut and
-// extended); after CloseFile and Close no mapping of the files is left.
-func TestRedteam3MappedFlapping(t *testing.T) {
+// TestRedteam3FileFlapping: requests of a file while another goroutine
+// truncates, extends, rewrites and restores it, again and again, opened
+// and closed forty times: nothing crashes or hangs; every request either
+// fails with an *Error naming the file or delivers bytes that are the
+// file's at some moment (the original, the rewrite, or zeros where it was
+// cut and extended). Buffered reads, io_uring and pread workers.
+func TestRedteam3FileFlapping(t *testing.T) {
 	const size = 192 << 10
 	orig := content(size)
 	alt := bytes.Repeat([]byte{0x5a}, size)
@@ -146,7 +117,7 @@ func TestRedteam3MappedFlapping(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, 8))
 			fails := 0
 			for round := 0; round < 40; round++ {
-				f, err := e.OpenMapped(path)
+				f, err := e.OpenMode(path, Off)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -179,86 +150,10 @@ func TestRedteam3MappedFlapping(t *testing.T) {
 				if err := e.CloseFile(f); err != nil {
 					t.Fatal(err)
 				}
-				if n := mapsOf(t, path); n != 0 {
-					t.Fatalf("%d mappings of %s left after CloseFile", n, path)
-				}
 			}
 			close(stop)
 			wg.Wait()
 			t.Logf("%d requests failed", fails)
-		})
-	}
-}
-
-// TestRedteam3OpenMappedDuringClose: OpenMapped racing Engine.Close
-// either fails (ErrClosed) or returns a file whose mapping Close or
-// CloseFile removes: no mapping of the file outlives the engine, no data
-// race on the file's mapping, and a file that Close already closed is
-// never mapped through its (closed, perhaps reused) descriptor.
-func TestRedteam3OpenMappedDuringClose(t *testing.T) {
-	data := content(64 << 10)
-	path := writeFile(t, data, false)
-	for i := 0; i < 150; i++ {
-		e, err := New(Options{Kind: Pread, Workers: 1, SlotsPerWorker: 2, SlotSize: 16 << 10, Direct: Off, Logf: func(string, ...any) {}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wg sync.WaitGroup
-		var opened []*File
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				f, err := e.OpenMapped(path)
-				if err != nil {
-					if !errors.Is(err, ErrClosed) {
-						t.Errorf("OpenMapped: %v", err)
-					}
-					return
-				}
-				opened = append(opened, f)
-			}
-		}()
-		time.Sleep(time.Duration(i%7) * 50 * time.Microsecond)
-		e.Close()
-		wg.Wait()
-		for _, f := range opened {
-			e.CloseFile(f)
-		}
-		if n := mapsOf(t, path); n != 0 {
-			t.Fatalf("round %d: %d mappings of %s left after Close (%d files opened)", i, n, path, len(opened))
-		}
-	}
-}
-
-// TestRedteam3MappedDeleted: a mapped file deleted (and its name reused)
-// while open reads its own bytes, and its mapping goes with CloseFile.
-func TestRedteam3MappedDeleted(t *testing.T) {
-	data := content(100 << 10)
-	for _, kind := range []Kind{IOUring, Pread} {
-		t.Run(kind.String(), func(t *testing.T) {
-			e := newEngine(t, Options{Kind: kind, QueueDepth: 4, SlotSize: 64 << 10, Direct: Off})
-			path := writeFile(t, data, false)
-			f, err := e.OpenMapped(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Remove(path); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, bytes.Repeat([]byte{1}, len(data)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			got, errs := readAll(t, e, []Request{{File: f, Off: 0, Len: 60 << 10}, {File: f, Off: 50 << 10, Len: 50 << 10}})
-			if errs[0] != nil || errs[1] != nil || !bytes.Equal(got[0], data[:60<<10]) || !bytes.Equal(got[1], data[50<<10:]) {
-				t.Fatalf("errs %v %v: want the deleted file's bytes", errs[0], errs[1])
-			}
-			if err := e.CloseFile(f); err != nil {
-				t.Fatal(err)
-			}
-			if n := mapsOf(t, path); n != 0 {
-				t.Fatalf("%d mappings left", n)
-			}
 		})
 	}
 }

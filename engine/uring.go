@@ -276,8 +276,7 @@ func (w *worker) takeCQEs(cqes []ring.CQE) {
 
 // fill prepares SQEs for queued requests, at most batch of them and while
 // fewer than depth reads are in the kernel, and returns how many. Requests
-// with nothing to read, and those of a mapped file (OpenMapped), complete
-// at once onto w.done.
+// with nothing to read complete at once onto w.done.
 func (w *worker) fill(depth, batch int) int {
 	prepped := 0
 	for w.pqLen > 0 && w.inKernel < depth && prepped < batch {
@@ -285,13 +284,6 @@ func (w *worker) fill(depth, batch int) int {
 		if s.want == 0 { // nothing to read: empty request or past EOF
 			w.pqPop()
 			s.finish()
-			s.complete()
-			w.done = append(w.done, s)
-			continue
-		}
-		if s.c.File.mapped != nil { // served by a copy: no SQE
-			w.pqPop()
-			w.serveMapped(s)
 			s.complete()
 			w.done = append(w.done, s)
 			continue

@@ -283,10 +283,7 @@ type Config struct {
 	// limit leaves; when they do not, O_DIRECT, which neither churns
 	// through the cache nor evicts it, but for the files already cached
 	// (as many as fit), whose reads hit the cache (Stats.IOMode and
-	// IOReason say what was chosen and why). A file read through the
-	// cache that is all in it is copied out of a memory map of it
-	// instead of read, which makes no system call per page
-	// (Stats.MappedFiles; engine.OpenMapped). IOBuffered always reads.
+	// IOReason say what was chosen and why).
 	// Residency comes from cachestat(2), or mincore(2) on kernels before
 	// 6.5. IODirect and IOBuffered read every file one way. With IOAuto,
 	// an Engine.Direct of On or Off is an explicit choice and wins.

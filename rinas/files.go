@@ -37,7 +37,7 @@ type fileCache struct {
 	checks  int64 // statx calls made (benchmarks)
 	// modes is each file's open mode (Config.IOMode; setModes): a file
 	// open in another mode is reopened once it is idle.
-	modes  []fileOpen
+	modes  []engine.Tristate
 	head   int32 // most recently released idle file, -1 none
 	tail   int32 // least recently released idle file, -1 none
 	closed bool
@@ -47,7 +47,7 @@ type fileCache struct {
 
 type fileEnt struct {
 	f          *engine.File
-	mode       fileOpen // how f was opened
+	mode       engine.Tristate // what f was opened with
 	refs       int32
 	prev, next int32 // idle list links (refs == 0 and open), -1 none
 }
@@ -74,7 +74,7 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		return nil, ErrClosed
 	}
 	e := &c.ents[i]
-	mode := fileOpen{direct: engine.TryOn}
+	mode := engine.TryOn
 	if c.modes != nil {
 		mode = c.modes[i]
 	}
@@ -98,13 +98,7 @@ func (c *fileCache) acquire(i int) (*engine.File, error) {
 		c.warned = true
 		c.logf("%d files open, above the budget of %d (engine.OpenFileBudget(2)): every one has reads scheduled", c.open+1, c.max)
 	}
-	var f *engine.File
-	var err error
-	if mode.mapped {
-		f, err = c.eng.OpenMapped(c.ix.File(i).Path)
-	} else {
-		f, err = c.eng.OpenMode(c.ix.File(i).Path, mode.direct)
-	}
+	f, err := c.eng.OpenMode(c.ix.File(i).Path, mode)
 	if err != nil {
 		return nil, c.openErr(i, err)
 	}
@@ -128,7 +122,7 @@ func (c *fileCache) openErr(i int, err error) error {
 
 // setModes sets every file's open mode for the files opened from now on
 // (modes has one per file of the index).
-func (c *fileCache) setModes(modes []fileOpen) {
+func (c *fileCache) setModes(modes []engine.Tristate) {
 	c.mu.Lock()
 	c.modes = modes
 	c.mu.Unlock()
@@ -322,10 +316,10 @@ func (l *Loader) landedErr(fb *fetchBatch) error {
 // changed since it was indexed: then a unit's read that saw the change
 // (ErrFileChanged), else ErrFileChanged naming the file (checkIdentity),
 // with err. Bytes of a file being cut or written fail to decode, or to
-// read (EIO), before any check sees the change (a file read out of a
-// memory map and cut inside its last page reads zeros past the new end):
-// the change is the cause, not a corrupt page. One statx per file, on
-// this failing path only. Consumer only.
+// read, before any check sees the change (a page read while the file is
+// written over in place decodes torn bytes): the change is the cause,
+// not a corrupt page. One statx per file, on this failing path only.
+// Consumer only.
 func (l *Loader) changedErr(fb *fetchBatch, err error) error {
 	if errors.Is(err, ErrFileChanged) || benchSkipConfirm {
 		return err

@@ -67,12 +67,6 @@ func (m *IOMode) UnmarshalText(b []byte) error {
 // cached: reading it buffered takes no new memory.
 const (
 	cachedShare = 0.9
-	// mappedShare is how much of a file read through the page cache
-	// must be resident for auto to copy its pages out of a memory map
-	// instead of reading them (engine.OpenMapped): a copy makes no
-	// system call, but a page not in the cache then stalls a worker on a
-	// synchronous read of it.
-	mappedShare = 0.99
 	// roomShare is the part of the page cache this job can hold that auto
 	// plans to fill: the rest is left for the trainer's own growth and
 	// for the node's other files.
@@ -99,15 +93,11 @@ type ioFacts struct {
 
 // ioChoice is the read mode of every file for an epoch and why.
 type ioChoice struct {
-	direct []bool // per file of the index
-	// mapped, per file, marks a buffered file copied out of a memory map
-	// (nil: none).
-	mapped    []bool
+	direct    []bool // per file of the index
 	mode      string // direct, buffered or mixed
 	reason    string
 	nDirect   int
-	nBuffered int // mapped ones included
-	nMapped   int
+	nBuffered int
 }
 
 // chooseIO is auto's rule, a pure function of the files and the memory.
@@ -127,12 +117,8 @@ type ioChoice struct {
 // where the device, not the CPU, is the limit, and competes with the
 // trainer and the node for the memory. Where the memory is unknown every
 // file reads O_DIRECT, the mode that never depends on it.
-//
-// A file read through the page cache that is all there (mappedShare) is
-// copied out of a memory map instead of read: no system call per page,
-// which is what keeps a dataset in memory as fast as a memory map.
 func chooseIO(files []ioFile, f ioFacts) ioChoice {
-	c := ioChoice{direct: make([]bool, len(files)), mapped: make([]bool, len(files))}
+	c := ioChoice{direct: make([]bool, len(files))}
 	var total, res int64
 	for _, x := range files {
 		total += x.bytes
@@ -169,10 +155,6 @@ func chooseIO(files []ioFile, f ioFacts) ioChoice {
 		if fits || (cached && buffered+x.bytes <= budget) {
 			buffered += x.bytes
 			c.nBuffered++
-			if x.bytes > 0 && float64(x.resident) >= mappedShare*float64(x.bytes) {
-				c.mapped[i] = true
-				c.nMapped++
-			}
 			continue
 		}
 		c.direct[i] = true
@@ -197,9 +179,6 @@ func chooseIO(files []ioFile, f ioFacts) ioChoice {
 		c.mode = "mixed"
 		c.reason = fmt.Sprintf("mixed: the projected %s would not stay in %s: %d files already cached (%s) buffered, %d files (%s) direct",
 			sizeStr(total), where, c.nBuffered, sizeStr(buffered), c.nDirect, sizeStr(total-buffered))
-	}
-	if c.nMapped > 0 {
-		c.reason += fmt.Sprintf("; %d of %d files read through the page cache are in it whole and copied out of a memory map", c.nMapped, c.nBuffered)
 	}
 	return c
 }
@@ -343,17 +322,10 @@ func (l *Loader) chooseModes() {
 // source's own, the reason the mixture's.
 func (c ioChoice) part(lo, hi int) ioChoice {
 	p := ioChoice{direct: c.direct[lo:hi]}
-	if c.mapped != nil {
-		p.mapped = c.mapped[lo:hi]
-	}
-	for i, d := range p.direct {
-		switch {
-		case d:
+	for _, d := range p.direct {
+		if d {
 			p.nDirect++
-		case p.mapped != nil && p.mapped[i]:
-			p.nMapped++
-			p.nBuffered++
-		default:
+		} else {
 			p.nBuffered++
 		}
 	}
@@ -380,13 +352,6 @@ func (l *Loader) fileMode(direct bool) engine.Tristate {
 	return engine.TryOn
 }
 
-// fileOpen is how the file cache opens a file: O_DIRECT as direct says,
-// or mapped (engine.OpenMapped, reads through the page cache).
-type fileOpen struct {
-	direct engine.Tristate
-	mapped bool
-}
-
 // applyModes opens files from now on in the current choice's modes. A
 // mixture calls it on its sources from its own goroutine while their
 // producers run: the file cache and the synchronous reader take the
@@ -396,16 +361,15 @@ func (l *Loader) applyModes() {
 	l.io.mu.Lock()
 	c := l.io.cur
 	l.io.mu.Unlock()
-	modes := make([]fileOpen, len(c.direct))
+	modes := make([]engine.Tristate, len(c.direct))
 	for i, d := range c.direct {
-		modes[i] = fileOpen{direct: l.fileMode(d), mapped: c.mapped != nil && c.mapped[i]}
+		modes[i] = l.fileMode(d)
 	}
 	l.fc.setModes(modes)
 	if l.direct != nil {
-		// Synchronous reads pread a mapped file: they are few.
 		m := make(map[string]engine.Tristate, len(modes))
 		for i, mode := range modes {
-			m[l.ix.File(i).Path] = mode.direct
+			m[l.ix.File(i).Path] = mode
 		}
 		l.direct.modes.Store(&m)
 	}
@@ -416,5 +380,4 @@ func (s *ioState) stats(st *Stats) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st.IOMode, st.IOReason, st.DirectFiles, st.BufferedFiles = s.cur.mode, s.cur.reason, s.cur.nDirect, s.cur.nBuffered
-	st.MappedFiles = s.cur.nMapped
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -71,12 +70,6 @@ func TestChooseIO(t *testing.T) {
 			[]bool{false, true}, "mixed", ""},
 		{"memory unknown", []ioFile{{M, 0}}, ioFacts{avail: -1, cgroup: unlimited}, []bool{true}, "direct", "unknown"},
 		{"no files", nil, node(M), []bool{}, "buffered", ""},
-		// Buffered files in the cache whole are copied out of a map.
-		{"fits, cached whole: mapped", []ioFile{{100 * M, 100 * M}, {100 * M, 99.5 * M}, {100 * M, 95 * M}, {100 * M, 0}}, node(1000 * M),
-			[]bool{false, false, false, false}, "buffered", "2 of 4 files read through the page cache are in it whole"},
-		{"mixed: the cached file mapped", []ioFile{{300 * M, 0}, {600 * M, 600 * M}}, node(800 * M),
-			[]bool{true, false}, "mixed", "1 of 1 files read through the page cache are in it whole"},
-		{"cached whole but larger than the room: direct, not mapped", []ioFile{{900 * M, 900 * M}}, node(900 * M), []bool{true}, "direct", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := chooseIO(tc.files, tc.facts)
@@ -94,21 +87,6 @@ func TestChooseIO(t *testing.T) {
 			}
 			if c.mode != tc.mode || c.nDirect != nd || c.nBuffered != len(c.direct)-nd || !strings.HasPrefix(c.reason, c.mode+":") || !strings.Contains(c.reason, tc.reason) {
 				t.Fatalf("mode %q (%d direct, %d buffered), reason %q; want %q, %d direct, reason with %q", c.mode, c.nDirect, c.nBuffered, c.reason, tc.mode, nd, tc.reason)
-			}
-			// Mapped: exactly the buffered files at least mappedShare
-			// resident.
-			nm := 0
-			for i, x := range tc.files {
-				want := !c.direct[i] && x.bytes > 0 && float64(x.resident) >= mappedShare*float64(x.bytes)
-				if c.mapped[i] != want {
-					t.Fatalf("file %d (%d of %d bytes cached, direct %v): mapped %v, want %v", i, x.resident, x.bytes, c.direct[i], c.mapped[i], want)
-				}
-				if want {
-					nm++
-				}
-			}
-			if c.nMapped != nm || (nm == 0) == strings.Contains(c.reason, "memory map") {
-				t.Fatalf("%d mapped, want %d; reason %q", c.nMapped, nm, c.reason)
 			}
 		})
 	}
@@ -359,114 +337,4 @@ func TestIOModeJSON(t *testing.T) {
 	if b, _ := json.Marshal(c); string(b) != `{"io_mode":"buffered"}` {
 		t.Fatalf("marshal: %s", b)
 	}
-}
-
-// TestIOModeMapped: at the defaults, files auto reads through the page
-// cache and finds in it whole are copied out of a memory map (Stats
-// counts them in MappedFiles and says so in IOReason; the open files are
-// mapped), and every epoch delivers every row once; files dropped from
-// the cache read buffered in the first epoch and, cached by it, mapped in
-// the next (the choice is made again at every epoch). A mapped file that
-// shrinks mid-epoch fails the epoch with ErrFileChanged naming it, not
-// the process with SIGBUS.
-func TestIOModeMapped(t *testing.T) {
-	ds := testDataset(t, "v2plain")
-	setMemory(t, plenty)
-	cache := func() {
-		for _, p := range ds.paths {
-			if _, err := os.ReadFile(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	mapped := func(l *Loader) int {
-		l.fc.mu.Lock()
-		defer l.fc.mu.Unlock()
-		n := 0
-		for _, e := range l.fc.ents {
-			if e.f != nil && e.f.Mapped() {
-				n++
-			}
-		}
-		return n
-	}
-	n := len(ds.paths)
-	t.Run("cached", func(t *testing.T) {
-		cache()
-		cfg := baseConfig(ds, "id")
-		cfg.Epochs = 2
-		l := openT(t, cfg)
-		if st := l.Stats(); st.IOMode != "buffered" || st.MappedFiles != n || !strings.Contains(st.IOReason, "memory map") {
-			t.Fatalf("Stats: %q, %d of %d files mapped, reason %q", st.IOMode, st.MappedFiles, n, st.IOReason)
-		}
-		most := 0
-		for _, e := range epochIDs(t, l, func(int) { most = max(most, mapped(l)) }) {
-			checkExactlyOnce(t, e, ds.rows)
-		}
-		if most == 0 {
-			t.Fatal("no file was open mapped")
-		}
-	})
-	t.Run("cold, then cached", func(t *testing.T) {
-		for _, p := range ds.paths {
-			dropCache(t, p)
-		}
-		cfg := baseConfig(ds, "id")
-		// The producer chooses an epoch's modes when it reaches it: a
-		// small window keeps it from passing the second epoch before the
-		// first one's reads have landed in the cache.
-		cfg.Epochs, cfg.BatchPages, cfg.Prefetch = 3, 1, 1
-		l := openT(t, cfg)
-		if st := l.Stats(); st.MappedFiles != 0 || st.BufferedFiles != n {
-			t.Fatalf("cold: %d mapped, %d buffered of %d", st.MappedFiles, st.BufferedFiles, n)
-		}
-		for _, x := range epochIDs(t, l, func(int) {}) {
-			checkExactlyOnce(t, x, ds.rows)
-		}
-		if st := l.Stats(); st.MappedFiles != n {
-			t.Fatalf("after an epoch read them into the cache: %d of %d files mapped (%s)", st.MappedFiles, n, st.IOReason)
-		}
-	})
-	t.Run("shrinks", func(t *testing.T) {
-		dir := t.TempDir()
-		paths := make([]string, n)
-		for i, p := range ds.paths {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			paths[i] = filepath.Join(dir, filepath.Base(p))
-			if err := os.WriteFile(paths[i], b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cfg := baseConfig(dataset{paths: paths}, "id")
-		cfg.BatchPages, cfg.Prefetch = 2, 1
-		l := openT(t, cfg)
-		if st := l.Stats(); st.MappedFiles != n {
-			t.Fatalf("%d of %d files mapped", st.MappedFiles, n)
-		}
-		b, err := l.Next(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Release()
-		victim := paths[len(paths)-1]
-		if err := os.Truncate(victim, 4096); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			b, err := l.Next(context.Background())
-			if err == io.EOF {
-				t.Fatal("the epoch ended without noticing the shrunk file")
-			}
-			if err != nil {
-				if !errors.Is(err, ErrFileChanged) || !strings.Contains(err.Error(), victim) {
-					t.Fatalf("error %v: want ErrFileChanged naming %s", err, victim)
-				}
-				return
-			}
-			b.Release()
-		}
-	})
 }

@@ -72,17 +72,12 @@ type Stats struct {
 	// read some files each way); IOReason says why, with the figures
 	// auto weighed. DirectFiles and BufferedFiles count the files read
 	// each way (a file whose file system refuses O_DIRECT counts as
-	// direct here; the engine notices the fallback). MappedFiles counts
-	// the buffered files auto found in the page cache whole, whose
-	// pages are copied out of a memory map rather than read (shared
-	// page-cache pages in the process's RSS, RssFile, not memory the
-	// loader holds). A mixture's are the choice over all its sources'
-	// files.
+	// direct here; the engine notices the fallback). A mixture's are
+	// the choice over all its sources' files.
 	IOMode        string
 	IOReason      string
 	DirectFiles   int
 	BufferedFiles int
-	MappedFiles   int
 }
 
 // Loader delivers an epoch's batches. See the package doc.
@@ -551,7 +546,7 @@ func (l *Loader) openEngine() error {
 		l.cpus = opts.CPUSets[0]
 	}
 	l.sideC.init(z.mem.side)
-	l.pcache.init(z.pageCache)
+	l.pcache.init(z.pageCache, z.pageCacheWant)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {

@@ -87,10 +87,10 @@ type SourceStats struct {
 	SkippedPages int64
 	// IOMode is how the mixture's current epoch reads the source's
 	// files (direct, buffered or mixed), its part of the choice over all
-	// sources (Stats.IOMode and IOReason); DirectFiles, BufferedFiles
-	// and MappedFiles count them (Stats).
-	IOMode                                  string
-	DirectFiles, BufferedFiles, MappedFiles int
+	// sources (Stats.IOMode and IOReason); DirectFiles and BufferedFiles
+	// count them.
+	IOMode                     string
+	DirectFiles, BufferedFiles int
 }
 
 // defaultMixRows is a mixture's BatchRows when none is set (arrow output):
@@ -909,7 +909,7 @@ func (m *mixture) stats() Stats {
 		}
 		s.Sources = append(s.Sources, SourceStats{Name: m.names[i], Rows: m.rows[i], Tokens: m.toks[i], Epochs: ep,
 			DiskBytes: c.DiskBytes, PageBytes: c.PageBytes, DroppedRows: c.DroppedRows, Pages: c.Pages, SkippedPages: c.SkippedPages,
-			IOMode: c.IOMode, DirectFiles: c.DirectFiles, BufferedFiles: c.BufferedFiles, MappedFiles: c.MappedFiles})
+			IOMode: c.IOMode, DirectFiles: c.DirectFiles, BufferedFiles: c.BufferedFiles})
 	}
 	s.Batches, s.Rows = m.nbatch, m.nrows
 	m.io.stats(&s)
