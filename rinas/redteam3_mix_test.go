@@ -82,6 +82,18 @@ var mixCases = []mixCase{
 		cfg.World, cfg.Rank, cfg.BatchRows, cfg.EpochSize = 3, 1, 40, 2400
 		return cfg
 	}},
+	// An epoch that does not divide into the world's batches: the last
+	// step padded, or short on some ranks.
+	{"world3-padlast", []string{"code", "tiny"}, func(t *testing.T) Config {
+		cfg := mixConfig(t, []string{"code", "tiny"}, []float64{0.7, 0.3})
+		cfg.World, cfg.Rank, cfg.BatchRows, cfg.EpochSize, cfg.PadLast, cfg.Epochs = 3, 2, 50, 1010, true, 2
+		return cfg
+	}},
+	{"world3-keepuneven", []string{"code", "tiny"}, func(t *testing.T) Config {
+		cfg := mixConfig(t, []string{"code", "tiny"}, []float64{0.7, 0.3})
+		cfg.World, cfg.Rank, cfg.BatchRows, cfg.EpochSize, cfg.KeepUneven, cfg.Epochs = 3, 0, 50, 1010, true, 2
+		return cfg
+	}},
 }
 
 // refRun is an uninterrupted run: each batch's key (mixKey) and epoch.
