@@ -253,6 +253,11 @@ type SourceJSON struct {
 	IOBytes   int64  `json:"io_bytes"`
 	PageBytes int64  `json:"page_bytes"`
 	Pages     int64  `json:"pages"`
+	// IOMode is how the source's files were read (its part of the
+	// mixture's io_mode), DirectFiles and BufferedFiles how many each way.
+	IOMode        string `json:"io_mode,omitempty"`
+	DirectFiles   int    `json:"direct_files"`
+	BufferedFiles int    `json:"buffered_files"`
 }
 
 // ParquetJob is a Parquet-mode job in fio's JSON shape: read.iops is pages
@@ -875,7 +880,8 @@ func (r *ParquetResult) JSON() ParquetOutput {
 		IOMode: r.IOMode, IOReason: r.IOReason, DirectFiles: r.DirectFiles, BufferedFiles: r.BufferedFiles,
 	}
 	for _, s := range r.Sources {
-		j.Sources = append(j.Sources, SourceJSON{Name: s.Name, Rows: s.Rows, Tokens: s.Tokens, Epochs: s.Epochs, IOBytes: s.DiskBytes, PageBytes: s.PageBytes, Pages: s.Pages})
+		j.Sources = append(j.Sources, SourceJSON{Name: s.Name, Rows: s.Rows, Tokens: s.Tokens, Epochs: s.Epochs, IOBytes: s.DiskBytes, PageBytes: s.PageBytes, Pages: s.Pages,
+			IOMode: s.IOMode, DirectFiles: s.DirectFiles, BufferedFiles: s.BufferedFiles})
 	}
 	if j.IOMode == "" && cfg.IOEngine == ParquetMmap {
 		j.IOMode, j.IOReason = "mmap", "mmap: pages copied out of memory-mapped files (the page cache)"

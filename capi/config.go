@@ -75,6 +75,7 @@ type jsonSource struct {
 // sources (rinas cannot tell a 0 given from one left out).
 func toSources(j *jsonConfig) ([]rinas.Source, error) {
 	var out []rinas.Source
+	var names []string
 	weighted := 0
 	nonzero := false
 	for i, s := range j.Sources {
@@ -82,6 +83,7 @@ func toSources(j *jsonConfig) ([]rinas.Source, error) {
 		if name == "" && len(s.Paths) > 0 {
 			name = s.Paths[0]
 		}
+		names = append(names, name)
 		r := rinas.Source{Name: s.Name, Paths: s.Paths, Columns: s.Columns}
 		if s.Weight != nil {
 			weighted++
@@ -114,7 +116,7 @@ func toSources(j *jsonConfig) ([]rinas.Source, error) {
 		return nil, fmt.Errorf("%w: %d of %d sources have a weight: give every source a weight, or none", rinas.ErrConfig, weighted, len(j.Sources))
 	}
 	if weighted > 0 && !nonzero {
-		return nil, fmt.Errorf("%w: the weights of all %d sources are zero", rinas.ErrConfig, len(j.Sources))
+		return nil, fmt.Errorf("%w: the weights of all %d sources are zero (sources %q): give one a weight above 0", rinas.ErrConfig, len(j.Sources), names)
 	}
 	return out, nil
 }

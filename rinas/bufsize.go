@@ -56,6 +56,9 @@ type bufferFacts struct {
 	// Limit is Config.MemoryLimit and Need what the parts sized before
 	// the buffer take of it.
 	Limit, Need int64
+	// Share, in (0, 1), is a mixture source's share of every batch's
+	// rows; 0 outside a mixture (the whole batch).
+	Share float64
 }
 
 // bufferRowBytes is the memory one buffered row is counted at: its
@@ -90,7 +93,8 @@ func pinFactor(r float64) float64 {
 // defaultBufferRows resolves Config.BufferRows: a positive value as
 // set, a negative one off (0), and 0 by the default policy: page
 // shuffle with row batches buffers the rows of defaultBufferPages
-// pages of mean row count, at most the dataset's rows, and within its
+// pages of mean row count (a mixture source: its share of them, at least
+// one page's), at most the dataset's rows, and within its
 // share of MemoryLimit (bufferLimitShare, bufferLeftShare); every other
 // shuffle, and page batches, buffer nothing (stream's default is set by
 // fill).
@@ -107,7 +111,18 @@ func defaultBufferRows(f bufferFacts) int {
 	case f.BufferRows < 0, f.Shuffle != ShufflePage, f.BatchRows <= 0, f.Rows <= 0:
 		return 0
 	}
-	rows := math.Ceil(defaultBufferPages * max(f.RowsPerPage, 1))
+	pages := float64(defaultBufferPages)
+	if f.Share > 0 && f.Share < 1 {
+		// A mixture source gives its share of each batch: a buffer of
+		// that share of the pages mixes its rows of a batch over as many
+		// pages per row as one dataset's buffer does, and the sources'
+		// buffers together hold what one dataset's would: full-size
+		// buffers hold a row as many times longer as there are sources,
+		// and the batch gathers it from a page long out of the CPU's
+		// caches.
+		pages = max(pages*f.Share, 1)
+	}
+	rows := math.Ceil(pages * max(f.RowsPerPage, 1))
 	rows = min(rows, float64(f.Rows))
 	budget := min(f.Limit/bufferLimitShare, max(f.Limit-f.Need, 0)/bufferLeftShare)
 	rows = min(rows, float64(budget/max(f.RowBytes, bufferRowOverhead)))
@@ -132,7 +147,7 @@ func planBuffer(cfg Config, s indexSummary, decoded int, need int64) (rows int, 
 		Shuffle: cfg.Shuffle, BatchRows: cfg.BatchRows, BufferRows: cfg.BufferRows,
 		RowsPerPage: s.rowsPerPage, Rows: s.rows,
 		RowBytes: bufferRowBytes(page, s.sideMean, s.rowsPerPage),
-		Limit:    cfg.MemoryLimit, Need: need,
+		Limit:    cfg.MemoryLimit, Need: need, Share: cfg.mixShare,
 	}
 	rows = defaultBufferRows(f)
 	if cfg.BufferRows != 0 {

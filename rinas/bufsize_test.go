@@ -38,6 +38,10 @@ func TestDefaultBufferRows(t *testing.T) {
 		{"no shuffle", func(f *bufferFacts) { f.Shuffle = ShuffleNone }, 0},
 		{"stream without a size (fill sets it)", func(f *bufferFacts) { f.Shuffle = ShuffleStream }, 0},
 		{"an empty dataset", func(f *bufferFacts) { f.Rows = 0 }, 0},
+		{"a mixture source: its share of the pages", func(f *bufferFacts) { f.Share = 0.3 }, int(math.Ceil(256 * 0.3 * 128))},
+		{"a mixture source's share of one page at least", func(f *bufferFacts) { f.Share = 1e-6 }, 128},
+		{"a mixture's only source: every page", func(f *bufferFacts) { f.Share = 1 }, 256 * 128},
+		{"a mixture source's explicit buffer as set", func(f *bufferFacts) { f.Share, f.BufferRows = 0.3, 77 }, 77},
 		// 1/4 of 1 GiB = 256 MiB at 64 KiB a row: 4096 rows.
 		{"a quarter of the limit", func(f *bufferFacts) { f.RowBytes = 64 << 10 }, 4096},
 		// Half of the 24 MiB the rest leaves, at 1 KiB a row: 12288 rows

@@ -140,7 +140,9 @@ type Config struct {
 	// read slots, decoded window, token buffers and side cache leave; 8192
 	// in stream mode; off otherwise (row and row-group shuffles mix rows
 	// themselves; page batches are BatchPages whole pages in random
-	// order). Without it a row batch of page shuffle is consecutive rows
+	// order). In a mixture each source's default buffer holds its weight's
+	// share of those pages (at least one page's rows), so that a mixture
+	// batch's rows span as many pages as one dataset's do. Without it a row batch of page shuffle is consecutive rows
 	// of one or two pages, which trains far worse on data stored in any
 	// order (by source, date, length, topic). The cost: a buffered row
 	// keeps its page decoded until the page's last row leaves (a buffer of
@@ -286,7 +288,11 @@ type Config struct {
 	// 6.5. IODirect and IOBuffered read every file one way. With IOAuto,
 	// an Engine.Direct of On or Off is an explicit choice and wins.
 	// Either way a file system that refuses O_DIRECT gets buffered
-	// reads (said once), unless Engine.Direct is On.
+	// reads (said once), unless Engine.Direct is On. Over a mixture
+	// (Sources) auto chooses once for the union of all sources' files,
+	// which share the page cache, at Open and at every mixture epoch's
+	// start (not at the sources' own epochs), and each file keeps its
+	// mode within its source (Stats.Sources says each source's part).
 	IOMode IOMode
 
 	// IODepth is how many page reads may be in the kernel at once, over
@@ -330,8 +336,9 @@ type Config struct {
 	// mixture of datasets (see Source and the package doc's Mixtures);
 	// EpochSize is the mixture's epoch for the whole world, in rows
 	// (tokens output: tokens). Default: the sum of the sources at their
-	// weights as given (each source's rows with Weight, Repeat × its rows,
-	// or Choose).
+	// weights as given (each source's rows with a Weight above 0, Repeat × its
+	// rows, or Choose). The sources' files are read in the modes IOMode
+	// chooses over all of them together.
 	Sources   []Source
 	EpochSize int64
 
@@ -339,6 +346,10 @@ type Config struct {
 	// row batches held by the consumer the mixture counts against
 	// MemoryLimit once.
 	mixSource bool
+	// mixShare is a mixture source's share of every batch's rows (its
+	// blend weight), 0 outside a mixture: the source's default shuffle
+	// buffer is that share of one dataset's (bufsize.go).
+	mixShare float64
 
 	// batchAuto and sideAuto record that fill chose BatchPages and
 	// SideCacheBytes: Open may lower them to fit MemoryLimit (sizing.go).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sync/atomic"
 
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
@@ -16,12 +17,13 @@ import (
 // Ordered fetch uses it: one read at a time, issued and consumed by the
 // producer itself, as a classic map-style loader reads — no engine round
 // trip, so the baseline is as fast as one-at-a-time reads can be.
-// It belongs to the producer goroutine.
+// It belongs to the producer goroutine, but for modes, which
+// Loader.applyModes may store from another (a mixture's consumer).
 type directReader struct {
 	mode   engine.Tristate
-	modes  map[string]engine.Tristate // per path, where set (Config.IOMode); else mode
-	files  map[string]*engine.File    // at most directReaderFiles, most recent last in lru
-	opened map[string]engine.Tristate // the mode each file was opened with
+	modes  atomic.Pointer[map[string]engine.Tristate] // per path, where set (Config.IOMode); else mode
+	files  map[string]*engine.File                    // at most directReaderFiles, most recent last in lru
+	opened map[string]engine.Tristate                 // the mode each file was opened with
 	lru    []string
 	buf    []byte // aligned; grown by ReadSpan when a file needs more
 }
@@ -39,9 +41,11 @@ func newDirectReader(size int, mode engine.Tristate) *directReader {
 // range rounded out to the alignment); the slice is valid until the next
 // read.
 func (r *directReader) read(path string, off int64, n int) ([]byte, int, error) {
-	mode, ok := r.modes[path]
-	if !ok {
-		mode = r.mode
+	mode := r.mode
+	if m := r.modes.Load(); m != nil {
+		if v, ok := (*m)[path]; ok {
+			mode = v
+		}
 	}
 	f, ok := r.files[path]
 	if ok && r.opened[path] != mode {

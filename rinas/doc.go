@@ -122,8 +122,10 @@
 // source whose files changed is refused naming the file. Reshard deals
 // every source's rest to the new world. A Next cut short by its context
 // keeps the batch it was assembling, and State until it is returned
-// counts none of it. Stats.Sources counts rows, tokens, epochs begun and
-// bytes read per source. Unread gives a mixture's batch back as it does
+// counts none of it. Stats.Sources counts rows, tokens, epochs begun,
+// bytes read and the files read each way per source. Config.IOMode's auto
+// chooses once over all sources' files, at Open and at every mixture
+// epoch. Unread gives a mixture's batch back as it does
 // one dataset's (the next Next returns the same rows, State counts them
 // as not delivered). A mixture delivers row batches (BatchRows, default
 // 1024 for Arrow output).

@@ -95,6 +95,9 @@ func (l *Loader) beginEpoch(rem *State) error {
 
 // endEpoch moves the consumer to the next epoch, or finishes.
 func (l *Loader) endEpoch() error {
+	if msg := l.pcache.tooSmall(); msg != "" {
+		l.cfg.Logf("%s", msg)
+	}
 	if l.epoch+1 >= l.cfg.Epoch+uint64(l.cfg.Epochs) {
 		l.finished = true
 		return io.EOF

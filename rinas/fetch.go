@@ -259,9 +259,12 @@ func (l *Loader) produce(epoch uint64, e *plan.Epoch, spans []plan.Span, c plan.
 			return
 		}
 		// Memory and the page cache change between epochs: choose each
-		// file's read mode again.
-		l.chooseModes()
-		l.applyModes()
+		// file's read mode again (a mixture's source: the mixture does,
+		// at its own epochs, over all its sources).
+		if !l.cfg.mixSource {
+			l.chooseModes()
+			l.applyModes()
+		}
 		e = l.epochPlan(epoch)
 		sh, err := l.planShare(e, nil)
 		if err != nil {

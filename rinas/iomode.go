@@ -268,35 +268,77 @@ func (l *Loader) fileExtents() {
 	}
 }
 
+// residency measures how many of a file's bytes in ranges are in the
+// page cache (engine.Resident); tests replace it, as they do memoryFacts.
+var residency = engine.Resident
+
+// ioFiles returns what auto weighs of each of l's files: its projected
+// bytes and how many of them are cached now.
+func (l *Loader) ioFiles() []ioFile {
+	if l.io.extent == nil {
+		l.fileExtents()
+	}
+	files := make([]ioFile, l.ix.NumFiles())
+	for i := range files {
+		files[i].bytes = l.io.bytes[i]
+		// A file that cannot be measured counts as not cached: an error
+		// reading it surfaces when its pages are read.
+		files[i].resident, _, _ = residency(l.ix.File(i).Path, l.io.extent[i])
+	}
+	return files
+}
+
+// chooseMode is the choice of mode over n files: fixed, or auto's rule
+// over what files measures (called only under auto).
+func chooseMode(mode IOMode, n int, files func() []ioFile) ioChoice {
+	if mode != IOAuto {
+		return fixedIO(n, mode)
+	}
+	return chooseIO(files(), memoryFacts())
+}
+
+// set makes c the current choice and, where it changes one made before,
+// says so through logf: the first choice is in Stats, a change between
+// epochs is news.
+func (s *ioState) set(c ioChoice, logf func(string, ...any)) {
+	s.mu.Lock()
+	prev := s.cur
+	s.cur = c
+	s.mu.Unlock()
+	if logf != nil && prev.reason != "" && (prev.mode != c.mode || prev.nDirect != c.nDirect) {
+		logf("reads change: %s", c.reason)
+	}
+}
+
 // chooseModes decides every file's read mode for the next epoch
-// (Config.IOMode) and notices a change.
-func (l *Loader) chooseModes() ioChoice {
-	n := l.ix.NumFiles()
-	var c ioChoice
-	if l.cfg.IOMode != IOAuto {
-		c = fixedIO(n, l.cfg.IOMode)
-	} else {
-		if l.io.extent == nil {
-			l.fileExtents()
+// (Config.IOMode). A mixture's sources do not choose their own: the
+// mixture chooses over all of them (mixture.chooseModes).
+func (l *Loader) chooseModes() {
+	l.io.set(chooseMode(l.cfg.IOMode, l.ix.NumFiles(), l.ioFiles), l.cfg.Logf)
+}
+
+// part is files [lo, hi) of c: one source's files in a mixture's choice
+// over the union of its sources' files, counted and named as the
+// source's own, the reason the mixture's.
+func (c ioChoice) part(lo, hi int) ioChoice {
+	p := ioChoice{direct: c.direct[lo:hi]}
+	for _, d := range p.direct {
+		if d {
+			p.nDirect++
+		} else {
+			p.nBuffered++
 		}
-		files := make([]ioFile, n)
-		for i := range files {
-			files[i].bytes = l.io.bytes[i]
-			// A file that cannot be measured counts as not cached: an
-			// error reading it surfaces when its pages are read.
-			files[i].resident, _, _ = engine.Resident(l.ix.File(i).Path, l.io.extent[i])
-		}
-		c = chooseIO(files, memoryFacts())
 	}
-	l.io.mu.Lock()
-	prev := l.io.cur
-	l.io.cur = c
-	l.io.mu.Unlock()
-	if prev.reason != "" && (prev.mode != c.mode || prev.nDirect != c.nDirect) {
-		// The first choice is in Stats; a change between epochs is news.
-		l.cfg.Logf("reads change: %s", c.reason)
+	switch {
+	case p.nDirect == 0:
+		p.mode = "buffered"
+	case p.nBuffered == 0:
+		p.mode = "direct"
+	default:
+		p.mode = "mixed"
 	}
-	return c
+	p.reason = p.mode + ": the mixture's choice over all its sources' files, " + c.reason
+	return p
 }
 
 // fileMode returns the engine's open mode of a file read direct or not.
@@ -310,7 +352,11 @@ func (l *Loader) fileMode(direct bool) engine.Tristate {
 	return engine.TryOn
 }
 
-// applyModes opens files from now on in the current choice's modes.
+// applyModes opens files from now on in the current choice's modes. A
+// mixture calls it on its sources from its own goroutine while their
+// producers run: the file cache and the synchronous reader take the
+// modes atomically, and a file open in another mode is reopened once
+// idle.
 func (l *Loader) applyModes() {
 	l.io.mu.Lock()
 	c := l.io.cur
@@ -325,7 +371,7 @@ func (l *Loader) applyModes() {
 		for i, mode := range modes {
 			m[l.ix.File(i).Path] = mode
 		}
-		l.direct.modes = m
+		l.direct.modes.Store(&m)
 	}
 }
 

@@ -72,7 +72,8 @@ type Stats struct {
 	// read some files each way); IOReason says why, with the figures
 	// auto weighed. DirectFiles and BufferedFiles count the files read
 	// each way (a file whose file system refuses O_DIRECT counts as
-	// direct here; the engine notices the fallback).
+	// direct here; the engine notices the fallback). A mixture's are
+	// the choice over all its sources' files.
 	IOMode        string
 	IOReason      string
 	DirectFiles   int
@@ -258,7 +259,10 @@ func (l *Loader) start() error {
 		return err
 	}
 	// After the engine's memory is allocated: auto counts it as taken.
-	l.chooseModes()
+	// A mixture chose its sources' modes over all of them.
+	if !l.cfg.mixSource {
+		l.chooseModes()
+	}
 	l.applyModes()
 	if err := l.startEpoch(l.cfg.Resume); err != nil {
 		return err
@@ -538,7 +542,7 @@ func (l *Loader) openEngine() error {
 		l.cpus = opts.CPUSets[0]
 	}
 	l.sideC.init(z.mem.side)
-	l.pcache.init(z.pageCache)
+	l.pcache.init(z.pageCache, z.pageCacheWant)
 	if l.cfg.SharedEngine != nil {
 		l.eng = l.cfg.SharedEngine
 	} else {

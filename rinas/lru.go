@@ -10,6 +10,7 @@ func pageKey(k, g int) uint64 { return uint64(k)<<40 | uint64(g) }
 // It does not lock: the cache that owns it does.
 type byteLRU[V any] struct {
 	max, bytes int64
+	evicted    int64 // values let go to fit max (drop not counted)
 	m          map[uint64]*list.Element
 	lru        list.List // of *lruEntry[V], most recent at the front
 	release    func(V)
@@ -50,6 +51,7 @@ func (c *byteLRU[V]) add(key uint64, v V, size int64) {
 		c.lru.Remove(e)
 		delete(c.m, ent.key)
 		c.bytes -= ent.size
+		c.evicted++
 		c.release(ent.v)
 	}
 }

@@ -27,6 +27,12 @@ type Source struct {
 	Paths []string
 	// Weight is the source's share of the delivered rows (tokens output:
 	// of the delivered tokens), relative to the other sources' weights.
+	// Where other sources set a weight, a Weight of 0 (which Go cannot
+	// tell from one left out) gives no rows: the source is opened and
+	// checked, its rows do not count in the default EpochSize, and its State
+	// goes on in every checkpoint, so that a resume that weighs it again
+	// starts it where it was. Weights all 0 are Repeat 1 each; the C ABI
+	// and Python refuse weights given as 0 for every source.
 	Weight float64
 	// Repeat takes Repeat × the source's rows per epoch (upsampling when
 	// above 1); Choose takes Choose rows (tokens) per epoch.
@@ -79,6 +85,12 @@ type SourceStats struct {
 	Pages        int64
 	DroppedRows  int64 // rows its own epochs leave out (fewer than World each)
 	SkippedPages int64
+	// IOMode is how the mixture's current epoch reads the source's
+	// files (direct, buffered or mixed), its part of the choice over all
+	// sources (Stats.IOMode and IOReason); DirectFiles and BufferedFiles
+	// count them.
+	IOMode                     string
+	DirectFiles, BufferedFiles int
 }
 
 // defaultMixRows is a mixture's BatchRows when none is set (arrow output):
@@ -104,6 +116,9 @@ type mixture struct {
 	engOpts engine.Options
 	union   indexSummary
 	fixed   int64
+	// io is the read modes chosen over the union of the sources' files
+	// (chooseModes); each source holds its part.
+	io ioState
 
 	epoch, batches uint64
 	finished       bool
@@ -316,8 +331,11 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 		}
 		src := cfg.Sources[i]
 		switch {
-		case ws[i] >= 0:
+		case ws[i] > 0:
 			size += n
+		case ws[i] == 0:
+			// A weighted source at 0 gives no rows: its rows would only
+			// upsample the others.
 		case src.Choose > 0:
 			ws[i] = float64(src.Choose)
 			size += uint64(src.Choose)
@@ -356,6 +374,10 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 			m.tokBufs <- tb
 		}
 	}
+	// The read modes, over all sources' files, after the engine's memory
+	// is allocated (auto counts it as taken); each source applies its
+	// part when it starts.
+	m.chooseModes()
 	// The rest of the memory limit, spread over the sources: less the
 	// engine's slots, the token matrices and the row batches the consumer
 	// holds (counted once here, not by each source).
@@ -369,6 +391,7 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 	for i, sl := range m.srcs {
 		sl.cfg.SharedEngine = m.eng
 		sl.cfg.MemoryLimit = left / int64(len(m.srcs))
+		sl.cfg.mixShare = m.blend.Share(i)
 		if sl.cfg.MemoryLimit <= 0 {
 			return nil, fmt.Errorf("%w: source %q: the shared engine's slots, the token buffers and the row batches held (%d MiB) leave nothing of the %d MiB limit", ErrMemory, names[i], m.fixed>>20, cfg.MemoryLimit>>20)
 		}
@@ -391,6 +414,35 @@ func openMixture(ctx context.Context, cfg Config) (*Loader, error) {
 // mixTokBufs is how many token matrices a mixture has: one being filled,
 // the rest with the consumer (Next waits while all are unreleased).
 const mixTokBufs = 4
+
+// chooseModes decides the read mode of every file of every source for
+// the mixture's next epoch (Config.IOMode): auto's rule once over the
+// union of the sources' files, which share the page cache, then each
+// source takes its files' part (applyModes opens them so). The sources'
+// own epochs do not choose: an upsampled source may begin hundreds in one
+// mixture epoch, and each choice measures every file's residency. Next
+// calls it as it begins an epoch (one residency call per projected chunk
+// of every file, what one dataset's producer makes per epoch).
+func (m *mixture) chooseModes() {
+	n := 0
+	for _, sl := range m.srcs {
+		n += sl.ix.NumFiles()
+	}
+	c := chooseMode(m.cfg.IOMode, n, func() []ioFile {
+		files := make([]ioFile, 0, n)
+		for _, sl := range m.srcs {
+			files = append(files, sl.ioFiles()...)
+		}
+		return files
+	})
+	m.io.set(c, m.cfg.Logf)
+	at := 0
+	for _, sl := range m.srcs {
+		k := sl.ix.NumFiles()
+		sl.io.set(c.part(at, at+k), nil) // the mixture said it
+		at += k
+	}
+}
 
 // checkColumns refuses sources whose projections cannot be one column
 // each: different counts, physical types or nesting.
@@ -544,6 +596,10 @@ func (m *mixture) next(ctx context.Context) (*Batch, error) {
 			}
 			m.epoch++
 			m.batches, m.rest = 0, 0
+			m.chooseModes()
+			for _, sl := range m.srcs {
+				sl.applyModes()
+			}
 		}
 		n := m.batchRows(m.batches)
 		w.on = true
@@ -826,7 +882,8 @@ func (m *mixture) resume(rs *MixState) error {
 	return nil
 }
 
-// stats sums the sources' counters, with the mixture's rows and batches.
+// stats sums the sources' counters, with the mixture's rows and batches
+// and its read modes.
 func (m *mixture) stats() Stats {
 	var s Stats
 	for i, sl := range m.srcs {
@@ -851,9 +908,11 @@ func (m *mixture) stats() Stats {
 			ep = int64(sl.epoch-sl.cfg.Epoch) + 1
 		}
 		s.Sources = append(s.Sources, SourceStats{Name: m.names[i], Rows: m.rows[i], Tokens: m.toks[i], Epochs: ep,
-			DiskBytes: c.DiskBytes, PageBytes: c.PageBytes, DroppedRows: c.DroppedRows, Pages: c.Pages, SkippedPages: c.SkippedPages})
+			DiskBytes: c.DiskBytes, PageBytes: c.PageBytes, DroppedRows: c.DroppedRows, Pages: c.Pages, SkippedPages: c.SkippedPages,
+			IOMode: c.IOMode, DirectFiles: c.DirectFiles, BufferedFiles: c.BufferedFiles})
 	}
 	s.Batches, s.Rows = m.nbatch, m.nrows
+	m.io.stats(&s)
 	return s
 }
 

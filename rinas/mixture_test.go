@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -656,4 +657,40 @@ func interruptedMix(t *testing.T, cfg Config, want []mixBatch) (*State, int) {
 		return nil, -1
 	}
 	return mid, midAt
+}
+
+// TestMixtureSourceBuffers: at the defaults each source's shuffle buffer
+// holds its weight's share of the pages one dataset's default buffer
+// holds (so the sources together buffer what one dataset would, and a
+// mixture batch's rows span as many pages per row), never less than one
+// page's rows; a buffer set in the Config applies to every source as set.
+func TestMixtureSourceBuffers(t *testing.T) {
+	names := []string{"web", "code", "math"}
+	weights := []float64{0.6, 0.3, 0.1}
+	cfg := mixConfig(t, names, weights)
+	cfg.Columns = []string{"input_ids"} // pages of a few rows: the buffers are not the sources' whole rows
+	l := openT(t, cfg)
+	defer l.Close()
+	below := 0
+	for i, sl := range l.mix.srcs {
+		rpp := float64(sl.space.Total()) / float64(sl.ix.NumPages(sl.lead))
+		want := min(int(math.Ceil(max(defaultBufferPages*weights[i], 1)*rpp)), int(sl.space.Total()))
+		if got := sl.BufferRows(); got != want {
+			t.Errorf("source %q (weight %v, %.1f rows a page): buffer of %d rows, want %d", names[i], weights[i], rpp, got, want)
+		}
+		if want < int(sl.space.Total()) {
+			below++
+		}
+	}
+	if below == 0 {
+		t.Fatal("every source's buffer holds all its rows: the test sees no share")
+	}
+	cfg.BufferRows = 100
+	l2 := openT(t, cfg)
+	defer l2.Close()
+	for i, sl := range l2.mix.srcs {
+		if got := sl.BufferRows(); got != 100 {
+			t.Errorf("source %q: buffer of %d rows, want the 100 set", names[i], got)
+		}
+	}
 }

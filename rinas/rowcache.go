@@ -2,6 +2,7 @@ package rinas
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -36,6 +37,8 @@ var errPageGone = errors.New("rinas: the page a row waited for was not decoded")
 type pageCache struct {
 	mu      sync.Mutex
 	max     int64
+	want    int64                  // what the dataset's decoded pages are estimated at
+	warned  bool                   // tooSmall said so once
 	c       byteLRU[codec.Page]    // by pageKey; each Page holds one reference to its array
 	pending map[uint64][]parkedRow // page → units waiting for its decode
 }
@@ -63,10 +66,25 @@ const (
 	pcOwner         // reads it for the units parked on it
 )
 
-func (c *pageCache) init(max int64) {
-	c.max = max
+func (c *pageCache) init(max, want int64) {
+	c.max, c.want = max, want
 	c.c.init(max, func(p codec.Page) { p.Release() })
 	c.pending = map[uint64][]parkedRow{}
+}
+
+// tooSmall reports, once, that the cache has let pages go to fit its
+// bound: their rows to come read and decode them again, so an epoch
+// reads more than the dataset. It returns the message ("" when there is
+// nothing to say).
+func (c *pageCache) tooSmall() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.warned || c.c.evicted == 0 {
+		return ""
+	}
+	c.warned = true
+	return fmt.Sprintf("row shuffle: the page cache of %s (at most half of MemoryLimit) holds less than the dataset's decoded pages (about %s): %d pages were let go and are read and decoded again when their other rows come; a MemoryLimit of about %s reads each page once an epoch",
+		sizeStr(c.max), sizeStr(c.want), c.c.evicted, sizeStr(2*c.want+(64<<20)))
 }
 
 // share returns a new Page holding one more reference to p's array.

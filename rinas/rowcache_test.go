@@ -3,9 +3,11 @@ package rinas
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -356,6 +358,68 @@ func TestRowShuffleSharedSidePageCorrupt(t *testing.T) {
 					return
 				}
 				b.Release()
+			}
+		})
+	}
+}
+
+// TestRowShuffleCacheTooSmallSaysSo: when MemoryLimit leaves row
+// shuffle's page cache less than the dataset's decoded pages, pages are
+// let go and read again (every row still arrives once, with its values),
+// and the loader says so once, with the MemoryLimit that would read each
+// page once; at the defaults it holds them all and says nothing.
+func TestRowShuffleCacheTooSmallSaysSo(t *testing.T) {
+	const rows = 20000
+	path := filepath.Join(t.TempDir(), "duck.parquet")
+	writeOnePagePerChunkCols(t, path, rows, 2000)
+	cols := []string{"id", "tokens", "text", "score"}
+	for _, tc := range []struct {
+		name  string
+		limit int64
+		warn  bool
+	}{
+		{"defaults", 0, false},
+		{"small limit", 5 << 20, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var said []string
+			logf := func(f string, a ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				if m := fmt.Sprintf(f, a...); strings.Contains(m, "page cache") {
+					said = append(said, m)
+				}
+			}
+			cfg := Config{Paths: []string{path}, Columns: cols, Shuffle: ShuffleRow, World: 1, MemoryLimit: tc.limit, Logf: logf}
+			l := openT(t, cfg)
+			for ep := 0; ep < 1; ep++ {
+				seen := make([]bool, rows)
+				n := 0
+				for n < rows {
+					b, err := l.Next(context.Background())
+					if err != nil {
+						t.Fatalf("epoch %d, after %d rows: %v", ep, n, err)
+					}
+					checkRowsSeveral(t, b, seen, &n)
+					b.Release()
+				}
+			}
+			if _, err := l.Next(context.Background()); err != io.EOF {
+				t.Fatalf("after the epoch: %v, want io.EOF", err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case tc.warn && len(said) != 1:
+				t.Fatalf("said %q, want one notice of the page cache", said)
+			case tc.warn && !strings.Contains(said[0], "read and decoded again") || tc.warn && !strings.Contains(said[0], "MemoryLimit of about"):
+				t.Fatalf("notice %q", said[0])
+			case !tc.warn && len(said) > 0:
+				t.Fatalf("at the defaults: %q", said)
+			}
+			if tc.warn {
+				t.Log(said[0])
 			}
 		})
 	}

@@ -163,9 +163,10 @@ type sizing struct {
 	shrunk    string
 	heapShare int64
 	// pageCache is the row shuffle's page cache (rowcache.go), taken from
-	// what the limit leaves; rowShuffle says it is used.
-	pageCache  int64
-	rowShuffle bool
+	// what the limit leaves, and pageCacheWant what it would hold to keep
+	// the dataset's decoded pages; rowShuffle says it is used.
+	pageCache, pageCacheWant int64
+	rowShuffle               bool
 	// bufferRows is the shuffle buffer's capacity (Config.BufferRows
 	// resolved: defaultBufferRows).
 	bufferRows int
@@ -461,11 +462,11 @@ func (z *sizing) layout(cfg Config, s indexSummary, opts engine.Options, prefetc
 	// column for the rows that share them, up to the dataset's decoded
 	// size (at least two of its largest pages of each column), at most
 	// half the limit.
-	z.pageCache = 0
+	z.pageCache, z.pageCacheWant = 0, 0
 	if z.rowShuffle {
 		largest := satAdd(int64(z.decodedPage), satMul(int64(s.sides), int64(z.sideDecoded)))
 		data := max(satAdd(int64(s.rowBytes*float64(s.units)*1.25), 1<<20), satMul(2, largest))
-		z.pageCache = min(data, m.limit/2)
+		z.pageCache, z.pageCacheWant = min(data, m.limit/2), data
 		m.cache = z.pageCache
 	}
 	// Row-group units read whole chunks: no page of another column

@@ -12,7 +12,8 @@ import (
 )
 
 // TestParquetModeSources: --source PATH:WEIGHT, repeated, reads a
-// mixture; the JSON reports each source's rows, epochs and bytes. Bad
+// mixture; the JSON reports each source's rows, epochs, bytes and read
+// mode, and the mode chosen over all sources' files. Bad
 // sources fail with one line.
 func TestParquetModeSources(t *testing.T) {
 	dir := t.TempDir()
@@ -28,12 +29,19 @@ func TestParquetModeSources(t *testing.T) {
 	}
 	var doc struct {
 		Jobs []struct {
-			Rows    int64 `json:"rows"`
-			Sources []struct {
-				Name    string `json:"name"`
-				Rows    int64  `json:"rows"`
-				Epochs  int64  `json:"epochs"`
-				IOBytes int64  `json:"io_bytes"`
+			Rows          int64  `json:"rows"`
+			IOMode        string `json:"io_mode"`
+			IOReason      string `json:"io_mode_reason"`
+			DirectFiles   int    `json:"direct_files"`
+			BufferedFiles int    `json:"buffered_files"`
+			Sources       []struct {
+				Name          string `json:"name"`
+				Rows          int64  `json:"rows"`
+				Epochs        int64  `json:"epochs"`
+				IOBytes       int64  `json:"io_bytes"`
+				IOMode        string `json:"io_mode"`
+				DirectFiles   int    `json:"direct_files"`
+				BufferedFiles int    `json:"buffered_files"`
 			} `json:"sources"`
 		} `json:"jobs"`
 	}
@@ -45,6 +53,16 @@ func TestParquetModeSources(t *testing.T) {
 	if j.Rows != 800 || len(j.Sources) != 2 || j.Sources[0].Rows != 600 || j.Sources[1].Rows != 200 || j.Sources[0].Name != a ||
 		j.Sources[0].IOBytes <= 0 || j.Sources[0].Epochs != 2 || j.Sources[1].Epochs != 1 {
 		t.Fatalf("unexpected JSON: %s", out.String())
+	}
+	// The read mode (auto at the defaults) chosen over both sources'
+	// files, and each source's part of it.
+	if j.IOMode == "" || j.IOReason == "" || j.DirectFiles+j.BufferedFiles != 2 {
+		t.Fatalf("io_mode %q (%d direct, %d buffered files), reason %q: want the choice over both sources' 2 files", j.IOMode, j.DirectFiles, j.BufferedFiles, j.IOReason)
+	}
+	for _, s := range j.Sources {
+		if s.IOMode == "" || s.DirectFiles+s.BufferedFiles != 1 || (j.IOMode != "mixed" && s.IOMode != j.IOMode) {
+			t.Fatalf("source %s: io_mode %q, %d direct and %d buffered files; the mixture's %q", s.Name, s.IOMode, s.DirectFiles, s.BufferedFiles, j.IOMode)
+		}
 	}
 	for _, args := range [][]string{
 		{"--source=" + a + ":-1"},

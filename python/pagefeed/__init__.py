@@ -536,9 +536,11 @@ class Loader:
         return n.value
 
     def stats(self):
-        """The loader's counters (a dict): pages, bytes, rows, batches...;
+        """The loader's counters (a dict): pages, bytes, rows, batches...,
+        and how the files are read ("IOMode", "IOReason", "DirectFiles",
+        "BufferedFiles"; a mixture's chosen over all its sources' files);
         for a mixture, "Sources": one dict per source with its name, rows,
-        tokens, epochs begun and bytes read."""
+        tokens, epochs begun, bytes read and its part of the read mode."""
         out = ctypes.c_void_p()
         _lib.check(_lib.lib().pf_stats(self._handle(), ctypes.byref(out)))
         return json.loads(_lib.take_bytes(out))

@@ -70,7 +70,7 @@ def test_mixture_resume(corpus, corpus_zstd):
 
 
 @pytest.mark.parametrize("srcs,msg", [
-    ([{"paths": ["x"], "weight": 0}, {"paths": ["y"], "weight": 0}], "all 2 sources are zero"),
+    ([{"paths": ["x"], "weight": 0}, {"paths": ["y"], "weight": 0}], r'all 2 sources are zero \(sources \["x" "y"\]\)'),
     ([{"paths": ["x"], "weight": 1}, {"paths": ["y"]}], "give every source a weight"),
     ([{"paths": ["x"], "weight": -1, "name": "neg"}], 'source "neg": weight -1'),
     ([{"paths": ["x"], "weight": 1, "choose": 5, "name": "c"}], 'source "c" sets weight with repeat or choose'),
@@ -79,6 +79,34 @@ def test_mixture_resume(corpus, corpus_zstd):
 def test_mixture_bad_sources(srcs, msg):
     with pytest.raises(ConfigError, match=msg):
         pagefeed.Loader(sources=srcs, columns=["id"])
+
+
+def test_mixture_zero_weight_source(corpus, corpus_zstd):
+    """A weight given as 0 beside another source's: that source gives no
+    rows, and its state goes on in the checkpoint (a later stage can
+    weigh it again)."""
+    srcs = sources(corpus, corpus_zstd, wa=1, wb=0)
+    with pagefeed.Loader(sources=srcs, columns=["id"], batch_rows=100) as l:
+        for b in l:
+            b.release()
+        s = l.stats()["Sources"]
+        st = l.state_dict()
+    assert s[0]["Rows"] > 0 and s[1]["Rows"] == 0, s
+    assert [x["name"] for x in st["mix"]["sources"]] == ["a", "b"], st["mix"]["sources"]
+
+
+def test_mixture_stats_io_mode(corpus, corpus_zstd):
+    """stats() of a mixture says how its files are read: the mode chosen
+    (auto, at the defaults) over both sources' files, why, and each
+    source's part."""
+    with pagefeed.Loader(sources=sources(corpus, corpus_zstd), columns=["id"]) as l:
+        next(l).release()
+        st = l.stats()
+    assert st["IOMode"] in ("direct", "buffered", "mixed") and st["IOReason"], st
+    assert st["DirectFiles"] + st["BufferedFiles"] == 4, st
+    for s in st["Sources"]:
+        assert s["IOMode"] in ("direct", "buffered", "mixed") and s["DirectFiles"] + s["BufferedFiles"] == 2, s
+        assert st["IOMode"] == "mixed" or s["IOMode"] == st["IOMode"], (st["IOMode"], s)
 
 
 def test_mixture_paths_and_sources():

@@ -149,6 +149,39 @@ def test_zoo_at_defaults(zoo, name):
     check_all(fixtures, COLUMNS[fixtures[0]["set"]])
 
 
+def test_zoo_mixture_at_defaults(zoo):
+    """Loader(sources=[...]) over two writers' files (DuckDB's one page
+    per column chunk and list.element leaves, arrow-rs's list.item leaves
+    and dictionaries), nothing set but the columns: the mixture's epoch
+    (the sum of the sources, no weights) gives each source's rows once,
+    with exactly DuckDB's values; stats() counts each source's rows and
+    says the read mode chosen over both sources' files."""
+    fixtures = [zoo["duckdb-rowgroup1000"], zoo["arrowrs-defaults"]]
+    cols = COLUMNS["tokens"]
+    ref = {}
+    for fx in fixtures:
+        ref.update(reference(fx))
+    srcs = [{"paths": [fx["path"]], "name": fx["name"]} for fx in fixtures]
+    seen = set()
+    with pagefeed.Loader(sources=srcs, columns=cols) as l:
+        for b in l:
+            for row in rows_of(b, cols):
+                rid = row["id"]
+                assert rid in ref, "id %r is in neither source" % rid
+                assert rid not in seen, "id %d delivered twice" % rid
+                seen.add(rid)
+                for c in cols:
+                    want = ref[rid].get(c)
+                    assert same(row[c], want), "id %d column %s: got %.200r, DuckDB reads %.200r" % (rid, c, row[c], want)
+            b.release()
+        st = l.stats()
+    missing = set(ref) - seen
+    assert not missing, "%d of %d rows never delivered" % (len(missing), len(ref))
+    assert [(s["Name"], s["Rows"]) for s in st["Sources"]] == [(fx["name"], fx["rows"]) for fx in fixtures], st["Sources"]
+    assert st["IOMode"] and st["DirectFiles"] + st["BufferedFiles"] == 2, st
+    assert all(s["IOMode"] and s["DirectFiles"] + s["BufferedFiles"] == 1 for s in st["Sources"]), st["Sources"]
+
+
 ZOO_RANK = """
 import json, sys, numpy as np, torch, pagefeed.torch
 from pagefeed.torch import PagefeedDataset

@@ -237,7 +237,8 @@ func zooEpoch(ctx context.Context, l *rinas.Loader, z *zooRefs, cols []string, s
 }
 
 // zooCheckBatch checks one batch: every projected column present and
-// row-aligned, every row's id new, every value DuckDB's.
+// row-aligned, every row's id new (counted in seen; nil: not counted),
+// every value DuckDB's.
 func zooCheckBatch(b *rinas.Batch, z *zooRefs, cols []string, seen map[int64]int, buf []byte) ([]byte, error) {
 	if len(b.Columns) != len(cols) {
 		return buf, fmt.Errorf("batch has %d columns, want %d (%v)", len(b.Columns), len(cols), cols)
@@ -270,8 +271,10 @@ func zooCheckBatch(b *rinas.Batch, z *zooRefs, cols []string, seen map[int64]int
 			if ref == nil {
 				return buf, fmt.Errorf("id %d is in no file of the dataset", id)
 			}
-			if seen[id]++; seen[id] > 1 {
-				return buf, fmt.Errorf("id %d (%s) delivered twice", id, ref.Path)
+			if seen != nil {
+				if seen[id]++; seen[id] > 1 {
+					return buf, fmt.Errorf("id %d (%s) delivered twice", id, ref.Path)
+				}
 			}
 			for _, col := range b.Columns {
 				var err error
