@@ -165,8 +165,9 @@ def main():
         cpu = "" if workers else ", CPU/batch %.0f us against go's %.0f us (go/python %.3f)" % (
             statistics.median(pycpu[name]) / 1e3, statistics.median(gocpu) / 1e3,
             statistics.median(gc / pc for gc, pc in zip(gocpu, pycpu[name])))
-        print("median: go %.3g tokens/s, %s %.3g tokens/s, ratio %.3f%s%s"
-              % (gm, name, pm, pm / gm, cpu, " (target >= 0.9)" if name == "pagefeed DataLoader" else ""))
+        print("median: go %.3g tokens/s, %s %.3g tokens/s, ratio %.3f (of each round's: %.3f)%s%s"
+              % (gm, name, pm, pm / gm, statistics.median(p / g for p, g in zip(py[name], go)), cpu,
+                 " (target >= 0.9)" if name == "pagefeed DataLoader" else ""))
     if a.baseline:
         ratios = [n / b for n, b in zip(py["pagefeed DataLoader"], py["baseline DataLoader"])]
         print("python / baseline per round: %s, median %.3f" % (" ".join("%.3f" % x for x in ratios),
