@@ -3,18 +3,25 @@
 
     make python && python3 python/bench.py [--data DIR] [--rounds 3] [--seconds 5] [--baseline DIR] [--workers N]
 
-Alternates, in one run, the Go loader (python/gobench: Next, Release) and
-DataLoader(PagefeedDataset(...), batch_size=None, num_workers=0) with
-tokens output, and reports tokens/s of each (medians over rounds) and
-their ratio. Then the Python overhead per batch: p50 of next() + tensor
+Alternates, in one run, the Go loader (python/gobench: Next, count,
+Release) and, with tokens output, DataLoader(PagefeedDataset(...),
+batch_size=None, num_workers=0) through pagefeed.torch.DataLoader (the
+package's, as the README uses it) and through torch.utils.data.DataLoader
+(torch's, which pays its own profiler label per item), each consuming as
+a training loop does (the loop's variable holds a batch until the next
+one comes). It reports tokens/s of each (medians over rounds) and their
+ratio to the Go loader's, and the CPU time per batch of each process (all
+its threads; the main process only where there are workers): on a shared
+machine, tokens/s follow the CPU the other jobs leave, the CPU per batch
+much less. Then the Python overhead per batch: p50 of next() + tensor
 creation (torch.from_numpy) + release through pagefeed.Loader, minus the
 Go loader's p50 per batch (the engine's time) on the same config.
 --baseline DIR (a directory holding another build of the pagefeed
 package, e.g. an earlier commit's python/ after make python) adds that
-package's Python side to every round, alternating, for a before/after
-ratio. --workers N adds DataLoader with N worker processes, through
-pagefeed.torch.DataLoader (each worker attaches its position to its
-batches) and through torch's own (nothing attached), to show what the
+package's pagefeed.torch.DataLoader to every round, alternating, for a
+before/after ratio. --workers N adds DataLoader with N worker processes,
+through pagefeed.torch.DataLoader (each worker attaches its position to
+its batches) and through torch's own (nothing attached), to show what the
 checkpoint tracking costs.
 The dataset is generated with bin/pagefeed gen when --data does not exist.
 """
@@ -40,7 +47,7 @@ def run_go(gobench, a):
 
 
 PY = r"""
-import json, sys, time
+import json, resource, sys, time
 import torch, torch.utils.data
 import pagefeed.torch
 from pagefeed.torch import PagefeedDataset
@@ -52,6 +59,10 @@ tokens = batches = 0
 cls = pagefeed.torch.DataLoader if tracked else torch.utils.data.DataLoader
 it = iter(cls(ds, batch_size=None, num_workers=workers))
 next(it)  # the loader is open (index built, engine started), as gobench's clock starts
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+cpu0 = cpu()
 start = time.perf_counter()
 end = start + seconds
 for item in it:
@@ -60,7 +71,7 @@ for item in it:
     if time.perf_counter() >= end:
         break
 el = time.perf_counter() - start
-print(json.dumps({"tokens_per_s": tokens / el, "batches": batches}))
+print(json.dumps({"tokens_per_s": tokens / el, "batches": batches, "cpu_ns_per_batch": (cpu() - cpu0) * 1e9 / batches}))
 """
 
 OVERHEAD = r"""
@@ -81,6 +92,15 @@ for i in range(n):
 lat.sort()
 print(json.dumps({"p50_ns": lat[len(lat) // 2], "batches": n}))
 """
+
+
+def _load():
+    """The 1-minute load average: the machine may be shared."""
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[0]
+    except OSError:
+        return "?"
 
 
 def run_py(code, a, *extra, pkg=HERE):
@@ -118,30 +138,38 @@ def main():
     gobench = os.path.join(bindir, "gobench")
     print("python %s; data %s; tokens output, seq_len %d, batch_rows %d; %d rounds of %gs"
           % (sys.executable, a.data, a.seq_len, a.batch_rows, a.rounds, a.seconds))
-    sides = [("python DataLoader", HERE, 0, False)]
+    sides = [("pagefeed DataLoader", HERE, 0, True), ("torch DataLoader", HERE, 0, False)]
     if a.baseline:
-        sides.append(("baseline DataLoader", a.baseline, 0, False))
+        sides.append(("baseline DataLoader", a.baseline, 0, True))
     if a.workers:
         sides += [("%d workers, pagefeed DataLoader" % a.workers, HERE, a.workers, True),
                   ("%d workers, torch DataLoader" % a.workers, HERE, a.workers, False)]
-    go, py = [], {s[0]: [] for s in sides}
+    go, gocpu = [], []
+    py, pycpu = {s[0]: [] for s in sides}, {s[0]: [] for s in sides}
     for r in range(a.rounds):
         g = run_go(gobench, a)
         go.append(g["tokens_per_s"])
-        line = "round %d: go %.3g tokens/s (%d batches)" % (r + 1, g["tokens_per_s"], g["batches"])
+        gocpu.append(g["cpu_ns_per_batch"])
+        line = "round %d (load %s): go %.3g tokens/s (%d batches, %.0f us CPU/batch)" % (
+            r + 1, _load(), g["tokens_per_s"], g["batches"], g["cpu_ns_per_batch"] / 1e3)
         for name, pkg, workers, tracked in sides:
             q = run_py(PY, a, a.seconds, workers, int(tracked), pkg=pkg)
             py[name].append(q["tokens_per_s"])
-            line += "  %s %.3g (%d batches) ratio %.3f" % (name, q["tokens_per_s"], q["batches"],
-                                                         q["tokens_per_s"] / g["tokens_per_s"])
+            pycpu[name].append(q["cpu_ns_per_batch"])
+            line += "  %s %.3g (%d batches, %.0f us CPU/batch) ratio %.3f" % (
+                name, q["tokens_per_s"], q["batches"], q["cpu_ns_per_batch"] / 1e3, q["tokens_per_s"] / g["tokens_per_s"])
         print(line)
     gm = statistics.median(go)
-    for name, _, _, _ in sides:
+    for name, _, workers, _ in sides:
         pm = statistics.median(py[name])
-        print("median: go %.3g tokens/s, %s %.3g tokens/s, ratio %.3f%s"
-              % (gm, name, pm, pm / gm, " (target >= 0.9)" if name == "python DataLoader" else ""))
+        cpu = "" if workers else ", CPU/batch %.0f us against go's %.0f us (go/python %.3f)" % (
+            statistics.median(pycpu[name]) / 1e3, statistics.median(gocpu) / 1e3,
+            statistics.median(gc / pc for gc, pc in zip(gocpu, pycpu[name])))
+        print("median: go %.3g tokens/s, %s %.3g tokens/s, ratio %.3f (of each round's: %.3f)%s%s"
+              % (gm, name, pm, pm / gm, statistics.median(p / g for p, g in zip(py[name], go)), cpu,
+                 " (target >= 0.9)" if name == "pagefeed DataLoader" else ""))
     if a.baseline:
-        ratios = [n / b for n, b in zip(py["python DataLoader"], py["baseline DataLoader"])]
+        ratios = [n / b for n, b in zip(py["pagefeed DataLoader"], py["baseline DataLoader"])]
         print("python / baseline per round: %s, median %.3f" % (" ".join("%.3f" % x for x in ratios),
                                                                 statistics.median(ratios)))
     # Overhead per batch: small batches, so the engine's share is small and

@@ -129,11 +129,12 @@ row "loader pages/s: deterministic against unordered assembly (batch 64, 8 KiB p
 
 # The Python binding against the Go loader (python/bench.py), where an
 # interpreter with numpy and torch is installed (make deps).
-# pymedian prints the Go loader's tokens/s, the DataLoader's and their
-# ratio from python/bench.py's "median: go G tokens/s, python DataLoader P
-# tokens/s, ratio R" line.
+# pymedian prints the Go loader's tokens/s, a DataLoader's and their
+# ratio from python/bench.py's "median: go G tokens/s, SIDE DataLoader P
+# tokens/s, ratio R" line; SIDE ($2) is pagefeed (pagefeed.torch.DataLoader,
+# the default) or torch (torch.utils.data.DataLoader).
 pymedian() {
-	sed -n 's/^median: go \([^ ]*\) tokens\/s, python DataLoader \([^ ]*\) tokens\/s, ratio \([0-9.]*\).*/\1 \2 \3/p' <<<"$1" | head -1
+	sed -n "s/^median: go \([^ ]*\) tokens\/s, ${2:-pagefeed} DataLoader \([^ ]*\) tokens\/s, ratio \([0-9.]*\).*/\1 \2 \3/p" <<<"$1" | head -1
 }
 PY=$(for p in /usr/bin/python3 python3; do if $p -c 'import numpy, torch' >/dev/null 2>&1; then command -v $p; break; fi; done)
 if [ -n "$PY" ]; then
@@ -141,7 +142,9 @@ if [ -n "$PY" ]; then
 	make -s python >/dev/null
 	pyout=$("$PY" python/bench.py --rounds "$((PAIRS + 1))" --seconds 3 --data "$DIR/pycorpus" 2>/dev/null)
 	read -r gm pm ratio <<<"$(pymedian "$pyout")"
-	row "tokens/s: DataLoader(PagefeedDataset) against the Go loader (tokens output, median)" "$pm" "$gm" "${ratio}x"
+	row "tokens/s: pagefeed.torch.DataLoader(PagefeedDataset) against the Go loader (tokens output, median)" "$pm" "$gm" "${ratio}x"
+	read -r gm pm ratio <<<"$(pymedian "$pyout" torch)"
+	row "tokens/s: torch.utils.data.DataLoader(PagefeedDataset) against the Go loader (tokens output, median)" "$pm" "$gm" "${ratio}x"
 	ov=$(awk '/^per batch/ { for (i = 1; i <= NF; i++) if ($i == "overhead") { print $(i+2), $(i+3); exit } }' <<<"$pyout")
 	row "Python overhead per batch: next + torch.from_numpy + release, p50, less the Go loader's" "${ov:-?}" "" ""
 else
@@ -229,13 +232,15 @@ cat "$iorows" >>"$rows"
 # against the Go loader, both at their defaults (auto), both in the cgroup
 # for the larger one.
 if [ -n "$PY" ]; then
-	pyrow() { # label, then bench.py's output
-		read -r gm pm ratio <<<"$(pymedian "$2")"
+	pyrow() { # label, then bench.py's output, then the side (pagefeed or torch)
+		read -r gm pm ratio <<<"$(pymedian "$2" "$3")"
 		if [ -n "$ratio" ]; then row "$1" "$pm" "$gm" "${ratio}x"; else row "$1" "not run: python/bench.py failed" "" ""; fi
 	}
 	l0=$(cut -d' ' -f1 /proc/loadavg)
 	pyout=$("$PY" python/bench.py --rounds "$PAIRS" --seconds 3 --overhead-batches 1 --data "$big" 2>/dev/null || true)
-	pyrow "tokens/s, dataset fits: DataLoader(PagefeedDataset) against the Go loader (load $l0 → $(cut -d' ' -f1 /proc/loadavg))" "$pyout"
+	l1=$(cut -d' ' -f1 /proc/loadavg)
+	pyrow "tokens/s, dataset fits: pagefeed.torch.DataLoader(PagefeedDataset) against the Go loader (load $l0 → $l1)" "$pyout"
+	pyrow "tokens/s, dataset fits: torch.utils.data.DataLoader(PagefeedDataset) against the Go loader (load $l0 → $l1)" "$pyout" torch
 	# A third of the dataset, not a quarter: torch alone holds ~230 MiB
 	# (half of it its libraries' pages), which a quarter would leave
 	# thrashing its own code; the dataset is still 3x the memory.
@@ -243,7 +248,9 @@ if [ -n "$PY" ]; then
 	if [ "${mem:-0}" -gt 0 ] && grep -q '"larger"' "$rg" && ! python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['larger'].get('skipped') else 1)" "$rg"; then
 		l0=$(cut -d' ' -f1 /proc/loadavg)
 		pyout=$(bin/pagebench --in-cgroup="$mem" --drop-caches -- "$PY" python/bench.py --rounds "$PAIRS" --seconds 3 --overhead-batches 1 --data "$big" 2>/dev/null || true)
-		pyrow "tokens/s, dataset 3x a $((mem >> 20)) MiB memory cgroup: DataLoader(PagefeedDataset) against the Go loader, both inside (load $l0 → $(cut -d' ' -f1 /proc/loadavg))" "$pyout"
+		l1=$(cut -d' ' -f1 /proc/loadavg)
+		pyrow "tokens/s, dataset 3x a $((mem >> 20)) MiB memory cgroup: pagefeed.torch.DataLoader(PagefeedDataset) against the Go loader, both inside (load $l0 → $l1)" "$pyout"
+		pyrow "tokens/s, dataset 3x a $((mem >> 20)) MiB memory cgroup: torch.utils.data.DataLoader(PagefeedDataset) against the Go loader, both inside (load $l0 → $l1)" "$pyout" torch
 	else
 		row "tokens/s, dataset larger than memory: the Python binding" "not run: no memory cgroup could be made here" "" ""
 	fi

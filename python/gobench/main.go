@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pagefeed/pagefeed/rinas"
@@ -37,6 +38,7 @@ func main() {
 	defer l.Close()
 	var tokens int64
 	var lat []time.Duration
+	cpu0 := cpuTime()
 	start := time.Now()
 	end := start.Add(time.Duration(*seconds * float64(time.Second)))
 	for time.Now().Before(end) {
@@ -53,11 +55,23 @@ func main() {
 		lat = append(lat, time.Since(t0))
 	}
 	el := time.Since(start)
+	cpu := cpuTime() - cpu0
 	slices.Sort(lat)
 	json.NewEncoder(os.Stdout).Encode(map[string]any{
 		"tokens_per_s": float64(tokens) / el.Seconds(), "batches": len(lat),
-		"batch_p50_ns": lat[len(lat)/2].Nanoseconds(),
+		"batch_p50_ns":     lat[len(lat)/2].Nanoseconds(),
+		"cpu_ns_per_batch": cpu.Nanoseconds() / int64(len(lat)),
 	})
+}
+
+// cpuTime returns the CPU time (user and system) of the whole process so
+// far: with the batches, what each costs on every thread together.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func fail(err error) {

@@ -49,6 +49,38 @@ def reshard(states, new_world):
 
 _I4, _I8, _BOOL = np.dtype("<i4"), np.dtype("<i8"), np.dtype("?")
 
+def _extra_view(owner, d, name, addr, readonly):
+    """The view of the per-token array name (at addr) of descriptor d."""
+    n = d.tok_rows * d.seq_len
+    if name == "cu_seqlens":
+        # Its length varies from batch to batch; one buffer type of the
+        # most it can hold (a segment per token) serves every length, and
+        # only the first n_cu values are viewed.
+        return _arrays.fixed(owner, addr, (d.n_cu,), _I4, readonly, 4 * (n + 1))
+    # loss_mask's bytes are 0 or 1, so a bool view of them is exact
+    return _arrays.fixed(owner, addr, (d.tok_rows, d.seq_len), _BOOL if name == "loss_mask" else _I4, readonly)
+
+
+class _Lease:
+    """The owner of arrays made straight from a batch's descriptor, without
+    a Batch (PagefeedDataset's tensors): the batch goes back to the loader
+    when the last of them is garbage, once Loader._arrays_at's caller has
+    set _own at the hand-off (before, the batch is still the loader's
+    pending one, and this gives nothing back)."""
+
+    # _handle: the batch's; _own: set at the hand-off; _forks: _lib._forks
+    # where it was taken (released only in that process). Set by
+    # Loader._arrays_at, no __init__: this is made once per batch.
+    __slots__ = ("_handle", "_own", "_forks")
+
+    def __del__(self):
+        try:  # (unset attributes: an exception cut Loader._arrays_at short)
+            if self._own and self._forks == _lib._forks:
+                _lib._lib.pf_batch_release(self._handle)
+        except Exception:
+            pass
+
+
 class Batch:
     """One batch from a Loader.
 
@@ -112,9 +144,9 @@ class Batch:
     def _tokens(self, readonly):
         d = self._live()
         if d.tokens:
-            return _arrays.view(self._owner(), d.tokens, (d.tok_rows, d.seq_len), _I4, readonly)
+            return _arrays.fixed(self._owner(), d.tokens, (d.tok_rows, d.seq_len), _I4, readonly)
         if d.tokens64:
-            return _arrays.view(self._owner(), d.tokens64, (d.tok_rows, d.seq_len), _I8, readonly)
+            return _arrays.fixed(self._owner(), d.tokens64, (d.tok_rows, d.seq_len), _I8, readonly)
         return None
 
     def _extra(self, name, readonly):
@@ -129,14 +161,8 @@ class Batch:
         out = {}
         for name in names:
             addr = getattr(d, name)
-            if not addr:
-                continue
-            if name == "cu_seqlens":
-                out[name] = _arrays.view(self._owner(), addr, (d.n_cu,), _I4, readonly)
-            else:
-                # loss_mask's bytes are 0 or 1, so a bool view of them is exact
-                out[name] = _arrays.view(self._owner(), addr, (d.tok_rows, d.seq_len),
-                                         _BOOL if name == "loss_mask" else _I4, readonly)
+            if addr:
+                out[name] = _extra_view(self._owner(), d, name, addr, readonly)
         return out
 
     @property
@@ -373,6 +399,7 @@ class Loader:
                 if v is not False:  # False is every flag's default: the config stays short
                     cfg[k] = v
         self._cfg = cfg
+        self._extra_names = tuple(k for k in ("position_ids", "loss_mask", "cu_seqlens") if cfg.get(k))
         self._open(None)
 
     def _open(self, resume):
@@ -400,32 +427,66 @@ class Loader:
         return self
 
     def __next__(self):
-        slot = self._slot
-        if not slot.value:
-            h = self._hslot.value
-            if not h:
-                raise ClosedError("pagefeed: loader closed")
-            # lib() raises ForkError in a process forked since the library loaded
-            wait, ref, ms = _lib.lib().pf_next_wait, self._slotref, self._WAIT_MS
-            # An exception raised when a call returns (a signal's) leaves
-            # what the call stored in the slot: the next call returns it.
-            rc = wait(h, ms, ref)
-            while rc == _lib.TIMEOUT:
-                rc = wait(h, ms, ref)  # the loop runs the signal handlers
-            if rc:
-                if rc == _lib.EOF:
-                    raise StopIteration
-                _lib.check(rc)
-        addr = slot.value
-        if not addr:  # close() on another thread gave the pending batch back
-            raise ClosedError("pagefeed: loader closed while next() waited")
+        addr = self._wait()
+        if not addr:
+            raise StopIteration
         b = Batch(addr)
         # The hand-off: attribute stores and the return run no signal
         # handler in between, so the batch is either the caller's or still
         # in the slot.
         b._own = True
-        slot.value = None
+        self._slot.value = None
         return b
+
+    def _wait(self):
+        """Waits until the slot holds a batch (the library's, pending until
+        a hand-off clears the slot) and returns its descriptor's address;
+        0 after the last epoch."""
+        addr = self._slot.value
+        if addr:
+            return addr
+        h = self._hslot.value
+        if not h:
+            raise ClosedError("pagefeed: loader closed")
+        if _lib._forks != _lib._lib_forks:
+            _lib.lib()  # raises ForkError: a process forked since the library loaded
+        wait, ref, ms = _lib._lib.pf_next_wait, self._slotref, self._WAIT_MS
+        # An exception raised when a call returns (a signal's) leaves what
+        # the call stored in the slot: the next call returns it.
+        rc = wait(h, ms, ref)
+        while rc == _lib.TIMEOUT:
+            rc = wait(h, ms, ref)  # the loop runs the signal handlers
+        if rc:
+            if rc == _lib.EOF:
+                return 0
+            _lib.check(rc)
+        addr = self._slot.value
+        if not addr:  # close() on another thread gave the pending batch back
+            raise ClosedError("pagefeed: loader closed while next() waited")
+        return addr
+
+    def _arrays_at(self, addr, wrap):
+        """For tokens output: name -> wrap(writable array) of the pending
+        batch at addr (tokens, then the extras the loader was asked for),
+        and the _Lease that owns them, without a Batch (PagefeedDataset's
+        per-batch path). The batch stays pending until the caller hands it
+        off: lease._own = True, then self._slot.value = None, with no call
+        in between (no signal handler runs there). None for a batch
+        without tokens."""
+        d = _lib.PFBatch.from_address(addr)
+        p, dt = d.tokens, _I4
+        if not p:
+            p, dt = d.tokens64, _I8
+            if not p:
+                return None
+        lease = _Lease()
+        lease._handle, lease._own, lease._forks = d.handle, False, _lib._forks
+        out = {"tokens": wrap(_arrays.fixed(lease, p, (d.tok_rows, d.seq_len), dt, False))}
+        for name in self._extra_names:
+            addr = getattr(d, name)
+            if addr:
+                out[name] = wrap(_extra_view(lease, d, name, addr, False))
+        return out, lease
 
     def next(self):
         """The next Batch, or None after the last epoch."""

@@ -47,6 +47,35 @@ def view(owner, addr, shape, dtype, readonly=True):
     return a
 
 
+_buftypes = {}  # size in bytes -> ctypes.c_char * size
+
+
+def fixed(owner, addr, shape, dtype, readonly=True, nbytes=0):
+    """view() for memory whose size repeats from batch to batch (a loader's
+    token matrices): numpy reads a ctypes buffer, which costs less than
+    parsing an array interface, through one ctypes array type per size,
+    kept for reuse (so never for sizes that vary). nbytes maps more than
+    the shape needs (an array's capacity, so that one type serves every
+    length of it); the view is the shape's start of it. dtype is a
+    numpy.dtype. A read-only view is over a read-only buffer, so that
+    numpy refuses to make it writable, as it does view()'s."""
+    n = dtype.itemsize
+    for d in shape:
+        n *= d
+    if not addr or not n:
+        return np.empty(shape, dtype)
+    nbytes = max(n, nbytes)
+    t = _buftypes.get(nbytes)
+    if t is None:
+        t = _buftypes.setdefault(nbytes, ctypes.c_char * nbytes)
+    buf = t.from_address(addr)
+    buf.owner = owner  # the array's base (or its memoryview's) is buf: owner lives as long as the array
+    a = np.frombuffer(memoryview(buf).toreadonly() if readonly else buf, dtype, n // dtype.itemsize)
+    if len(shape) != 1:
+        a.shape = shape
+    return a
+
+
 def _fixed_dtype(fmt):
     if fmt in _FIXED:
         return np.dtype(_FIXED[fmt])

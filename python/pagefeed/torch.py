@@ -69,13 +69,16 @@ import os
 import pickle
 import select
 import signal
+import warnings
 import weakref
 
 import numpy as np
 import torch
 import torch.utils.data
+import torch.utils.data._utils.collate
+import torch.utils.data._utils.pin_memory
 
-from . import Loader, _lib, reshard
+from . import Batch, Loader, _lib, reshard
 from ._arrays import ListArray, StringArray
 from .errors import ConfigError, StateError, check_int
 
@@ -107,14 +110,18 @@ def _rank_world():
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
 
 
+def _tensors_at(loader, addr):
+    """The tensors of the loader's pending batch at addr, and the object
+    whose _own the hand-off sets (until then nothing is given back)."""
+    x = loader._arrays_at(addr, torch.from_numpy)
+    if x is not None:  # tokens: no Batch
+        return x
+    b = Batch(addr)  # owned (released when garbage) only once _own is set
+    return _tensors(b), b
+
+
 def _tensors(batch):
     out = {}
-    t = batch._tokens(False)
-    if t is not None:
-        out["tokens"] = torch.from_numpy(t)
-        for name, a in batch._extras(False).items():
-            out[name] = torch.from_numpy(a)
-        return out
     for name, a in batch._columns(False).items():
         if isinstance(a, ListArray):
             vals = a.values
@@ -266,17 +273,21 @@ class PagefeedDataset(torch.utils.data.IterableDataset):
         loader = Loader(self._paths, resume=resume, **kw) if resume is not None else Loader(self._paths, **kw)
         self._loader = loader
         try:
+            wait, slot = loader._wait, loader._slot
             while True:
-                b = loader.next()
-                if b is None:
+                addr = wait()
+                if not addr:
                     self._finished = True
                     return
-                try:
-                    t = _tensors(b)
-                except BaseException:
-                    loader._unread(b)  # not yet the user's: the next iteration's state has it
-                    raise
-                del b  # the tensors keep the batch alive, and only they
+                # The tensors are made while the batch is still the
+                # loader's pending one: an exception meanwhile leaves it
+                # there (the next call, or the state, has it).
+                t, owner = _tensors_at(loader, addr)
+                # The hand-off: two attribute stores, no signal handler in
+                # between; from here the tensors own the batch, and only they.
+                owner._own = True
+                slot.value = None
+                del owner
                 yield t
         finally:
             if self._loader is loader:
@@ -559,12 +570,72 @@ class _TrackingIter:
         return getattr(self._it, name)
 
 
+try:
+    from torch.utils.data.dataloader import _SingleProcessDataLoaderIter
+except ImportError:  # another torch: DataLoader keeps torch's own iterator
+    _SingleProcessDataLoaderIter = None
+
+_profiling = getattr(torch.autograd, "_profiler_enabled", None)
+_default_convert = getattr(torch.utils.data._utils.collate, "default_convert", None)
+_pin = getattr(torch.utils.data._utils.pin_memory, "pin_memory", None)
+_ITER_ATTRS = ("_num_yielded", "_IterableDataset_len_called", "_dataset", "_pin_memory", "_pin_memory_device",
+               "_collate_fn", "_auto_collation")
+_SingleIter = None
+if _SingleProcessDataLoaderIter is not None and None not in (_profiling, _default_convert, _pin):
+    class _SingleIter(_SingleProcessDataLoaderIter):
+        """torch's iterator without worker processes, less the per-item
+        work a PagefeedDataset's items do not need while no torch profiler
+        records: the profiler label (record_function) opened and closed
+        around every item, two operator calls through torch's dispatcher,
+        more work than the rest of the item's path in Python; the
+        sampler's index (None for every item of an iterable dataset
+        without batching); and default_convert, which copies the item's
+        dict of tensors into a new dict of the same tensors. A collate_fn
+        of the caller's still runs, and pin_memory still pins. While a
+        profiler records, with batching (batch_size set), or on a torch
+        whose iterator lacks what this reads, it is torch's own __next__."""
+
+        def __init__(self, loader):
+            super().__init__(loader)
+            self._items = getattr(getattr(self, "_dataset_fetcher", None), "dataset_iter", None)
+            self._lean = (self._items is not None and all(hasattr(self, a) for a in _ITER_ATTRS)
+                          and self._auto_collation is False)
+            fn = getattr(self, "_collate_fn", None)
+            self._convert = None if fn is _default_convert else fn
+
+        def __next__(self):
+            if not self._lean or _profiling():
+                return super().__next__()
+            # The fetcher's own iterator of the dataset, taken by a for
+            # loop, which stores the item with no signal handler in
+            # between (a call's return may run one, and an exception there
+            # would lose the item the dataset counts as delivered); from
+            # here to the caller's loop variable nothing else runs either,
+            # unless a collate_fn or pin_memory does.
+            for data in self._items:
+                break
+            else:
+                raise StopIteration
+            if self._convert is not None:
+                data = self._convert(data)
+            if self._pin_memory:
+                data = _pin(data, self._pin_memory_device)
+            self._num_yielded += 1
+            n = self._IterableDataset_len_called
+            if n is not None and self._num_yielded > n:
+                warnings.warn("Length of IterableDataset %s was reported to be %d (when accessing len(dataloader)), "
+                              "but %d samples have been fetched. " % (self._dataset, n, self._num_yielded))
+            return data
+
+
 class DataLoader(torch.utils.data.DataLoader):
     """torch.utils.data.DataLoader, and for a PagefeedDataset with worker
     processes it tracks each worker's position as of the last batch handed
     to the user, so that ds.state_dict() (or this DataLoader's
-    state_dict()) checkpoints exactly (see the module doc). Takes the same
-    arguments; with another dataset it is a plain DataLoader."""
+    state_dict()) checkpoints exactly (see the module doc). Without worker
+    processes its iterator leaves out torch's per-item profiler label while
+    no torch profiler records (while one does, it is torch's). Takes the
+    same arguments; with another dataset it is a plain DataLoader."""
 
     def __init__(self, dataset, *args, **kwargs):
         super().__init__(dataset, *args, **kwargs)
@@ -599,6 +670,12 @@ class DataLoader(torch.utils.data.DataLoader):
         ds._resume = None  # theirs now
         ds._tracker = tracker
         return _TrackingIter(it, tracker)
+
+    def _get_iterator(self):
+        # torch's DataLoader.__iter__ takes its iterator from here.
+        if self.num_workers == 0 and isinstance(self.dataset, PagefeedDataset) and _SingleIter is not None:
+            return _SingleIter(self)
+        return super()._get_iterator()
 
     def state_dict(self):
         """The dataset's state_dict()."""
