@@ -233,7 +233,7 @@ cat "$iorows" >>"$rows"
 # for the larger one.
 if [ -n "$PY" ]; then
 	pyrow() { # label, then bench.py's output, then the side (pagefeed or torch)
-		read -r gm pm ratio <<<"$(pymedian "$2" "$3")"
+		read -r gm pm ratio <<<"$(pymedian "$2" "${3:-}")"
 		if [ -n "$ratio" ]; then row "$1" "$pm" "$gm" "${ratio}x"; else row "$1" "not run: python/bench.py failed" "" ""; fi
 	}
 	l0=$(cut -d' ' -f1 /proc/loadavg)
