@@ -90,10 +90,11 @@ func sameLayoutFiles(t *testing.T, dir string, codec compress.Compression) []str
 	return paths
 }
 
-// rewriteInPlace writes b over path from offset 0 (same inode, same size),
+// overwriteInPlace writes b over path at off (same inode, same size),
 // again until the file's ctime differs from before: a rewrite within the
-// file system's timestamp granularity would keep it.
-func rewriteInPlace(t *testing.T, path string, b []byte) {
+// file system's timestamp granularity would keep it. It may run on any
+// goroutine (it reports with t.Error).
+func overwriteInPlace(t *testing.T, path string, b []byte, off int64) {
 	t.Helper()
 	var before unix.Stat_t
 	if err := unix.Stat(path, &before); err != nil {
@@ -106,7 +107,7 @@ func rewriteInPlace(t *testing.T, path string, b []byte) {
 			t.Error(err)
 			return
 		}
-		_, err = f.WriteAt(b, 0)
+		_, err = f.WriteAt(b, off)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -139,7 +140,7 @@ func rewriteRun(t *testing.T, cfg Config, victim string, with []byte, after int)
 	defer func() { skipped = l.Stats().SkippedPages }()
 	for n := 0; ; n++ {
 		if n == after {
-			rewriteInPlace(t, victim, with)
+			overwriteInPlace(t, victim, with, 0)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		b, err := l.Next(ctx)
@@ -309,7 +310,7 @@ func TestRewriteInPlaceBeforeResume(t *testing.T) {
 	if victim < 0 {
 		t.Fatalf("no pending row outside file 0 among %d", len(st.Pending))
 	}
-	rewriteInPlace(t, paths[victim], with)
+	overwriteInPlace(t, paths[victim], with, 0)
 	cfg.Resume = st
 	r, err := Open(context.Background(), cfg)
 	if err == nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/pagefeed/pagefeed/engine"
 	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/internal/gen"
-	"golang.org/x/sys/unix"
 )
 
 // rtCopy copies the files of src into a new directory and returns their
@@ -64,7 +63,7 @@ var rtChanges = []rtChange{
 		f.Close()
 	}},
 	// rsync --inplace: the same size and layout, other values.
-	{"inplace", func(t *testing.T, _ *rand.Rand, victim string, _, with []byte) { rewriteInPlace(t, victim, with) }},
+	{"inplace", func(t *testing.T, _ *rand.Rand, victim string, _, with []byte) { overwriteInPlace(t, victim, with, 0) }},
 	{"rename", func(t *testing.T, _ *rand.Rand, victim string, _, with []byte) {
 		tmp := victim + ".tmp"
 		if err := os.WriteFile(tmp, with, 0o644); err != nil {
@@ -320,7 +319,7 @@ func TestRedteam3ScribbledUnderARead(t *testing.T) {
 				if !hit {
 					return res
 				}
-				scribble(t, path, garbage, loc.Offset)
+				overwriteInPlace(t, path, garbage, loc.Offset)
 				return 1 // short: the rest is read again, from the scribbled file
 			})
 			l := openT(t, cfg)
@@ -334,31 +333,6 @@ func TestRedteam3ScribbledUnderARead(t *testing.T) {
 				t.Fatalf("the first page (%d bytes at %d) overwritten under its read: %v; want ErrFileChanged naming %s", loc.Size, loc.Offset, err, path)
 			}
 		})
-	}
-}
-
-// scribble writes b over path at off, in place, again until the file's
-// status-change time differs from before (a write within the timestamp
-// granularity would keep it).
-func scribble(t *testing.T, path string, b []byte, off int64) {
-	var before unix.Stat_t
-	if err := unix.Stat(path, &before); err != nil {
-		t.Error(err)
-		return
-	}
-	for {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		_, err = f.WriteAt(b, off)
-		f.Close()
-		var now unix.Stat_t
-		if err != nil || unix.Stat(path, &now) != nil || now.Ctim != before.Ctim {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

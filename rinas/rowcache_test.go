@@ -393,17 +393,15 @@ func TestRowShuffleCacheTooSmallSaysSo(t *testing.T) {
 			}
 			cfg := Config{Paths: []string{path}, Columns: cols, Shuffle: ShuffleRow, World: 1, MemoryLimit: tc.limit, Logf: logf}
 			l := openT(t, cfg)
-			for ep := 0; ep < 1; ep++ {
-				seen := make([]bool, rows)
-				n := 0
-				for n < rows {
-					b, err := l.Next(context.Background())
-					if err != nil {
-						t.Fatalf("epoch %d, after %d rows: %v", ep, n, err)
-					}
-					checkRowsSeveral(t, b, seen, &n)
-					b.Release()
+			seen := make([]bool, rows)
+			n := 0
+			for n < rows {
+				b, err := l.Next(context.Background())
+				if err != nil {
+					t.Fatalf("after %d rows: %v", n, err)
 				}
+				checkRowsSeveral(t, b, seen, &n)
+				b.Release()
 			}
 			if _, err := l.Next(context.Background()); err != io.EOF {
 				t.Fatalf("after the epoch: %v, want io.EOF", err)
