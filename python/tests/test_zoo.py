@@ -225,3 +225,49 @@ def test_zoo_mix_two_ranks_dataloader_workers(zoo):
     assert set(seen) <= set(ref), "ids in no file: %r" % sorted(set(seen) - set(ref))[:5]
     missing = len(ref) - len(set(seen))
     assert missing < 4, "%d of %d rows left out" % (missing, len(ref))
+
+
+ZOO_MIX_RANK = """
+import json, sys, numpy as np, torch, pagefeed.torch
+from pagefeed.torch import PagefeedDataset
+ds = PagefeedDataset(sources=[{"paths": [p]} for p in json.loads(sys.argv[1])], columns=["id"])  # the defaults otherwise
+dl = pagefeed.torch.DataLoader(ds, batch_size=None, num_workers=2)
+n = len(ds)  # before the workers fork (a child process answers it)
+ids, steps = [], 0
+for item in dl:
+    ids.extend(item["id"].tolist())
+    steps += 1
+print(json.dumps({"ids": ids, "steps": steps, "len": n}))
+"""
+
+
+def test_zoo_mixture_two_ranks_dataloader_workers(zoo):
+    """A mixture of one source per writer (no weights: each source once
+    per epoch), at the defaults, over 2 ranks each with 2 DataLoader
+    workers (pagefeed.torch.DataLoader): every rank takes len(ds) steps,
+    the same on both, no row comes twice, every row is a file's, and what
+    is left out is less than the 4 shards' last batches and each source's
+    tail (fewer than 4 rows each)."""
+    fixtures, writers = [], set()
+    for fx in zoo.values():
+        if fx["set"] == "tokens" and fx["writer"] not in writers and fx["rows"] <= 20000:
+            writers.add(fx["writer"])
+            fixtures.append(fx)
+    assert len(writers) >= 5, writers
+    ref = {}
+    for fx in fixtures:
+        ref.update(reference(fx))
+    paths = json.dumps([fx["path"] for fx in fixtures])
+    seen, steps = [], []
+    for rank in range(2):
+        r = run_py(ZOO_MIX_RANK, paths, timeout=300, env={"RANK": str(rank), "WORLD_SIZE": "2"})
+        assert r.returncode == 0, r.stderr[-4000:]
+        out = json.loads(r.stdout)
+        assert out["steps"] == out["len"] > 0, (rank, out["steps"], out["len"])
+        steps.append(out["steps"])
+        seen.extend(out["ids"])
+    assert steps[0] == steps[1], steps
+    assert len(seen) == len(set(seen)), "%d rows delivered twice" % (len(seen) - len(set(seen)))
+    assert set(seen) <= set(ref), "ids in no file: %r" % sorted(set(seen) - set(ref))[:5]
+    missing = len(ref) - len(set(seen))
+    assert missing < 4 * 1024 + 4 * len(fixtures), "%d of %d rows left out" % (missing, len(ref))
