@@ -149,6 +149,15 @@ type RegimeRow struct {
 	IOReason    string  `json:"io_mode_reason,omitempty"`
 	Runs        int     `json:"runs"`
 	Err         string  `json:"error,omitempty"` // the run failed (e.g. killed by the cgroup's OOM killer)
+	// RoundRowsPerSec is each round's run, in round order (0: it failed).
+	RoundRowsPerSec []float64 `json:"round_rows_per_sec,omitempty"`
+	// VsMmap and VsBest are the medians over the rounds of this run's
+	// rows/s over the memory map's and over the better of O_DIRECT's and
+	// buffered's in the same round (rounds where either failed left out;
+	// 0: none left): ratios of neighbouring runs, which the machine's
+	// drift over a regime's minutes moves less than a ratio of medians.
+	VsMmap float64 `json:"vs_mmap,omitempty"`
+	VsBest float64 `json:"vs_best,omitempty"`
 }
 
 // Regime is one regime's measurements, or why it was skipped.
@@ -166,17 +175,18 @@ type Regime struct {
 // larger-than-memory regime: at the loader's configured depth
 // (--iodepth), and at the depth each loader run kept in the kernel on
 // average (its engine's, measured at its waits), with the loader's
-// bytes per second (larger than memory) as a share of fio's at that
-// depth.
+// bytes per second (larger than memory, each loader run beside fio's in
+// the same round) as a share of fio's.
 type DeviceLimit struct {
 	Args    []string `json:"fio_args"` // at the configured depth
 	BWBytes float64  `json:"fio_bytes_per_sec"`
 	IOPS    float64  `json:"fio_iops"`
-	// Fio is every fio run, by depth (the configured one first).
+	// Fio is fio's median at the configured depth, then at each loader's
+	// kept depth (its runs' median, rounded).
 	Fio []FioRun `json:"fio_runs"`
 	// Loaders are the loader's runs larger than memory that read from
-	// the device (auto and O_DIRECT). Auto's bytes include what it read
-	// from the page cache.
+	// the device (auto and O_DIRECT), medians over the rounds. Auto's
+	// bytes include what it read from the page cache.
 	Loaders []DeviceShare `json:"loaders"`
 	Skipped string        `json:"skipped,omitempty"`
 	Load    string        `json:"load"`
@@ -202,6 +212,9 @@ type DeviceShare struct {
 	// depth (0: not measured).
 	Depth          float64 `json:"iodepth_kept"`
 	RatioSameDepth float64 `json:"ratio_to_fio_same_depth"`
+	// Rounds is how many rounds the ratios are the medians of: a loader
+	// run and fio's beside it, in the same round.
+	Rounds int `json:"rounds"`
 }
 
 // RegimesResult is CompareRegimes' answer.
@@ -379,7 +392,7 @@ func CompareRegimes(ctx context.Context, cfg RegimesConfig) (*RegimesResult, err
 		}
 	}
 	if wantDevice {
-		cfg.device(ctx, d, g, res.Larger.Rows, &res.Device)
+		cfg.device(ctx, d, g, &res.Device)
 	}
 	return res, nil
 }
@@ -404,8 +417,10 @@ func (cfg *RegimesConfig) fits(ctx context.Context, d DatasetFacts, out *Regime)
 	}
 	out.Load = loadavg()
 	runs := make([][]ParquetJob, len(cfg.Cases))
+	round := newRoundTable(cfg.Rounds, len(cfg.Cases))
 	for r := 0; r < cfg.Rounds; r++ {
-		for i, c := range cfg.Cases {
+		for _, i := range roundOrder(r, len(cfg.Cases)) {
+			c := cfg.Cases[i]
 			if err := warmFiles(d.Files); err != nil {
 				return err
 			}
@@ -418,6 +433,7 @@ func (cfg *RegimesConfig) fits(ctx context.Context, d DatasetFacts, out *Regime)
 			}
 			j := res.JSON().Jobs[0]
 			runs[i] = append(runs[i], j)
+			round[r][i] = j.RowsPerSec
 			fmt.Fprintf(cfg.Progress, "fits, warm, round %d/%d: %-32s %10.0f rows/s  %s\n", r+1, cfg.Rounds, c.Label, j.RowsPerSec, j.IOMode)
 		}
 	}
@@ -425,6 +441,7 @@ func (cfg *RegimesConfig) fits(ctx context.Context, d DatasetFacts, out *Regime)
 	for i, c := range cfg.Cases {
 		out.Rows = append(out.Rows, regimeRow(c, runs[i], ""))
 	}
+	round.pair(out.Rows)
 	return nil
 }
 
@@ -434,8 +451,10 @@ func (cfg *RegimesConfig) larger(ctx context.Context, d DatasetFacts, g *cgroup.
 	out.Load = loadavg()
 	runs := make([][]ParquetJob, len(cfg.Cases))
 	errs := make([]string, len(cfg.Cases))
+	round := newRoundTable(cfg.Rounds, len(cfg.Cases))
 	for r := 0; r < cfg.Rounds; r++ {
-		for i, c := range cfg.Cases {
+		for _, i := range roundOrder(r, len(cfg.Cases)) {
+			c := cfg.Cases[i]
 			pc := cfg.Base
 			pc.Name, pc.Runtime, pc.Loops = c.Label, cfg.Runtime, 0
 			c.Mod(&pc)
@@ -451,6 +470,7 @@ func (cfg *RegimesConfig) larger(ctx context.Context, d DatasetFacts, g *cgroup.
 				continue
 			}
 			runs[i] = append(runs[i], *j)
+			round[r][i] = j.RowsPerSec
 			fmt.Fprintf(cfg.Progress, "larger than memory (%s cgroup), round %d/%d: %-32s %10.0f rows/s  %s\n", fmtBytes(float64(g.Limit), true), r+1, cfg.Rounds, c.Label, j.RowsPerSec, j.IOMode)
 		}
 	}
@@ -461,6 +481,7 @@ func (cfg *RegimesConfig) larger(ctx context.Context, d DatasetFacts, g *cgroup.
 		}
 		out.Rows = append(out.Rows, regimeRow(c, runs[i], e))
 	}
+	round.pair(out.Rows)
 	out.Load += " → " + loadavg()
 	return nil
 }
@@ -504,10 +525,13 @@ func runCmd(cmd *exec.Cmd, name string) ([]byte, error) {
 	return out, nil
 }
 
-// device runs fio inside g: random O_DIRECT reads over the dataset's
-// files at its read-size mix, at the loader's configured depth and at the
-// depth each of the loader's runs (rows) kept in the kernel.
-func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.Group, rows []RegimeRow, out *DeviceLimit) {
+// device runs, inside g with the page cache dropped before each run, the
+// loader at its defaults and with O_DIRECT, each followed by fio's random
+// O_DIRECT reads over the dataset's files at its read-size mix and the
+// depth that loader run kept in the kernel, then fio at the configured
+// depth, Rounds times; each ratio is the median over rounds of a loader
+// run over fio's in the same round.
+func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.Group, out *DeviceLimit) {
 	if _, err := exec.LookPath(cfg.Fio); err != nil {
 		out.Skipped = fmt.Sprintf("fio is not installed (%v; apt-get install fio)", err)
 		fmt.Fprintf(cfg.Progress, "device limit: skipped: %s\n", out.Skipped)
@@ -523,64 +547,170 @@ func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.
 			"--runtime=" + strconv.FormatInt(cfg.Runtime.Milliseconds(), 10) + "ms", "--time_based", "--output-format=json"}
 	}
 	out.Args = args(cfg.Base.IODepth)
-	depths := []int{cfg.Base.IODepth}
-	for _, row := range rows {
-		if row.Err == "" && (row.Short == "auto" || row.Short == "direct") && row.Depth >= 1 {
-			if k := int(row.Depth + 0.5); !slices.Contains(depths, k) {
-				depths = append(depths, k)
+	// The loaders that read from the device, each run again here beside
+	// fio: a loader run, fio at the depth that run kept in the kernel,
+	// then (once a round) fio at the configured depth. The ratios are of
+	// runs in the same round, minutes apart at most, where the virtio
+	// disk's speed drifts over longer spans.
+	var loaders []ParquetCase
+	for _, c := range cfg.Cases {
+		if c.Short == "auto" || c.Short == "direct" {
+			loaders = append(loaders, c)
+		}
+	}
+	fio := func(r, depth int) (float64, float64, error) {
+		cfg.coldCache(d.Files)
+		b, err := runCmd(g.Command(ctx, cfg.Fio, args(depth)...), "fio")
+		var m Metrics
+		if err == nil {
+			var fo *FioOutput
+			if fo, err = DecodeFio(b); err == nil {
+				m, err = MetricsOf(fo)
 			}
 		}
+		if err != nil {
+			fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: fio at depth %d failed: %v\n", r+1, cfg.Rounds, depth, err)
+			return 0, 0, err
+		}
+		fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: fio at depth %d: %s\n", r+1, cfg.Rounds, depth, fmtBytesRate(m.BWBytes))
+		return m.BWBytes, m.IOPS, nil
 	}
 	out.Load = loadavg()
-	bw := make([][]float64, len(depths))
-	iops := make([][]float64, len(depths))
-	errs := make([]string, len(depths))
+	type pairs struct {
+		bps, depth, ratio, same, fioSame []float64
+		err                             string
+	}
+	lp := make([]pairs, len(loaders))
+	var cfgBW, cfgIOPS []float64
+	cfgErr := ""
 	for r := 0; r < cfg.Rounds; r++ {
-		for k, depth := range depths {
+		bps := make([]float64, len(loaders))
+		for i, c := range loaders {
+			pc := cfg.Base
+			pc.Name, pc.Runtime, pc.Loops = c.Label, cfg.Runtime, 0
+			c.Mod(&pc)
 			cfg.coldCache(d.Files)
-			b, err := runCmd(g.Command(ctx, cfg.Fio, args(depth)...), "fio")
-			var m Metrics
-			if err == nil {
-				var fo *FioOutput
-				if fo, err = DecodeFio(b); err == nil {
-					m, err = MetricsOf(fo)
-				}
-			}
+			j, err := cfg.runIn(ctx, g, pc)
 			if err != nil {
-				errs[k] = err.Error()
-				fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: fio at depth %d failed: %v\n", r+1, cfg.Rounds, depth, err)
+				lp[i].err = err.Error()
+				fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: %s failed: %v\n", r+1, cfg.Rounds, c.Label, err)
 				continue
 			}
-			bw[k], iops[k] = append(bw[k], m.BWBytes), append(iops[k], m.IOPS)
-			fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: fio at depth %d: %s\n", r+1, cfg.Rounds, depth, fmtBytesRate(m.BWBytes))
-		}
-	}
-	for k, depth := range depths {
-		run := FioRun{Depth: depth}
-		if len(bw[k]) == 0 {
-			run.Err = errs[k]
-		} else {
-			run.BWBytes, run.IOPS = median(bw[k]), median(iops[k])
-		}
-		out.Fio = append(out.Fio, run)
-	}
-	out.Load += " → " + loadavg()
-	if out.Fio[0].Err != "" {
-		out.Skipped = "fio failed: " + out.Fio[0].Err
-		return
-	}
-	out.BWBytes, out.IOPS = out.Fio[0].BWBytes, out.Fio[0].IOPS
-	for _, row := range rows {
-		if row.Err != "" || (row.Short != "auto" && row.Short != "direct") {
-			continue
-		}
-		sh := DeviceShare{Label: row.Label, Short: row.Short, Bps: row.DiskBps, Ratio: row.DiskBps / out.BWBytes, Depth: row.Depth}
-		for _, f := range out.Fio {
-			if row.Depth >= 1 && f.Depth == int(row.Depth+0.5) && f.Err == "" && f.BWBytes > 0 {
-				sh.RatioSameDepth = row.DiskBps / f.BWBytes
+			bps[i] = float64(j.Read.BWBytes)
+			lp[i].bps = append(lp[i].bps, bps[i])
+			fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: %s: %s\n", r+1, cfg.Rounds, c.Label, fmtBytesRate(bps[i]))
+			if st := j.EngineStats; st != nil && st.Waits > 0 {
+				dep := float64(st.InKernelAtWaits) / float64(st.Waits)
+				lp[i].depth = append(lp[i].depth, dep)
+				if k := int(dep + 0.5); k >= 1 {
+					if bw, _, err := fio(r, k); err == nil && bw > 0 {
+						lp[i].same = append(lp[i].same, bps[i]/bw)
+						lp[i].fioSame = append(lp[i].fioSame, bw)
+					}
+				}
 			}
 		}
+		bw, io, err := fio(r, cfg.Base.IODepth)
+		if err != nil {
+			cfgErr = err.Error()
+			continue
+		}
+		cfgBW, cfgIOPS = append(cfgBW, bw), append(cfgIOPS, io)
+		for i := range loaders {
+			if bps[i] > 0 && bw > 0 {
+				lp[i].ratio = append(lp[i].ratio, bps[i]/bw)
+			}
+		}
+	}
+	run := FioRun{Depth: cfg.Base.IODepth}
+	if len(cfgBW) == 0 {
+		run.Err = cfgErr
+	} else {
+		run.BWBytes, run.IOPS = median(cfgBW), median(cfgIOPS)
+	}
+	out.Fio = append(out.Fio, run)
+	out.Load += " → " + loadavg()
+	if run.Err != "" {
+		out.Skipped = "fio failed: " + run.Err
+		return
+	}
+	out.BWBytes, out.IOPS = run.BWBytes, run.IOPS
+	for i, c := range loaders {
+		if len(lp[i].ratio) == 0 {
+			continue
+		}
+		sh := DeviceShare{Label: c.Label, Short: c.Short, Bps: median(lp[i].bps), Ratio: median(lp[i].ratio), Rounds: len(lp[i].ratio)}
+		if len(lp[i].same) > 0 {
+			sh.Depth, sh.RatioSameDepth = median(lp[i].depth), median(lp[i].same)
+			out.Fio = append(out.Fio, FioRun{Depth: int(sh.Depth + 0.5), BWBytes: median(lp[i].fioSame)})
+		}
 		out.Loaders = append(out.Loaders, sh)
+	}
+}
+
+// roundOrder is the order the contenders run in round r: as listed in
+// even rounds, reversed in odd ones, so that a drift of the machine's
+// speed through a round favours no contender over the rounds.
+func roundOrder(r, n int) []int {
+	o := make([]int, n)
+	for i := range o {
+		o[i] = i
+		if r%2 == 1 {
+			o[i] = n - 1 - i
+		}
+	}
+	return o
+}
+
+// roundTable is each round's rows/s by contender (0: not run or failed).
+type roundTable [][]float64
+
+func newRoundTable(rounds, cases int) roundTable {
+	t := make(roundTable, rounds)
+	for r := range t {
+		t[r] = make([]float64, cases)
+	}
+	return t
+}
+
+// pair sets each row's RoundRowsPerSec and its paired ratios, VsMmap and
+// VsBest (rows are in the contenders' order, as t's columns).
+func (t roundTable) pair(rows []RegimeRow) {
+	col := func(short string) int {
+		for i, r := range rows {
+			if r.Short == short {
+				return i
+			}
+		}
+		return -1
+	}
+	mm, di, bu := col("mmap"), col("direct"), col("buffered")
+	at := func(r []float64, i int) float64 {
+		if i < 0 {
+			return 0
+		}
+		return r[i]
+	}
+	for i := range rows {
+		var vm, vb []float64
+		for _, r := range t {
+			rows[i].RoundRowsPerSec = append(rows[i].RoundRowsPerSec, r[i])
+			if r[i] <= 0 {
+				continue
+			}
+			if m := at(r, mm); m > 0 {
+				vm = append(vm, r[i]/m)
+			}
+			if b := max(at(r, di), at(r, bu)); b > 0 && at(r, di) > 0 && at(r, bu) > 0 {
+				vb = append(vb, r[i]/b)
+			}
+		}
+		if len(vm) > 0 {
+			rows[i].VsMmap = median(vm)
+		}
+		if len(vb) > 0 {
+			rows[i].VsBest = median(vb)
+		}
 	}
 }
 
@@ -632,10 +762,20 @@ func WriteRegimes(w io.Writer, r *RegimesResult) error {
 				fmt.Fprintf(tw, "%s\tfailed: %s\t\t\t\t\t\t\t\t\n", row.Label, row.Err)
 				continue
 			}
+			vm, vb := ratioStr(row.RowsPerSec, base), ratioStr(row.RowsPerSec, best)
+			if row.VsMmap > 0 {
+				vm = fmt.Sprintf("%.2fx", row.VsMmap)
+			}
+			if row.VsBest > 0 {
+				vb = fmt.Sprintf("%.2fx", row.VsBest)
+			}
 			fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", row.Label, row.RowsPerSec, row.PagesPerSec, row.DiskBps/1e6,
-				fmtDur(row.BatchP99Ns), fmtBytes(float64(row.RSSPeak), true), row.IOMode, ratioStr(row.RowsPerSec, base), ratioStr(row.RowsPerSec, best))
+				fmtDur(row.BatchP99Ns), fmtBytes(float64(row.RSSPeak), true), row.IOMode, vm, vb)
 		}
 		tw.Flush()
+		if len(g.Rows) > 0 && g.Rows[0].Runs > 1 {
+			fmt.Fprintln(w, "  rows/s: each contender's median run; ÷: the median over rounds of the ratio of runs in the same round")
+		}
 		for _, n := range g.Notes {
 			fmt.Fprintf(w, "  note: %s\n", n)
 		}

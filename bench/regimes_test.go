@@ -2,6 +2,7 @@ package bench
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,36 @@ func TestSweepChart(t *testing.T) {
 		if _, err := ParseRatios(bad); err == nil {
 			t.Errorf("ParseRatios(%q): no error", bad)
 		}
+	}
+}
+
+// TestRoundRatios: contenders run in reversed order every other round,
+// and each ratio is the median over rounds of runs in the same round,
+// leaving out rounds where either run failed.
+func TestRoundRatios(t *testing.T) {
+	if got := [][]int{roundOrder(0, 4), roundOrder(1, 4), roundOrder(2, 4)}; !reflect.DeepEqual(got, [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 1, 2, 3}}) {
+		t.Fatalf("round orders %v", got)
+	}
+	rows := []RegimeRow{{Short: "auto"}, {Short: "direct"}, {Short: "buffered"}, {Short: "mmap"}}
+	tab := newRoundTable(4, 4)
+	// The machine slows down by half over the rounds; auto reads 0.9×
+	// the memory map and 1.2× buffered in every round.
+	for r, speed := range []float64{1, 0.8, 0.6, 0.5} {
+		tab[r] = []float64{90 * speed, 50 * speed, 75 * speed, 100 * speed}
+	}
+	tab[2][3] = 0 // the memory map failed in round 3
+	tab[3][1] = 0 // O_DIRECT failed in round 4
+	tab.pair(rows)
+	near := func(a, b float64) bool { return a > b-1e-9 && a < b+1e-9 }
+	if !near(rows[0].VsMmap, 0.9) || !near(rows[0].VsBest, 1.2) || !near(rows[2].VsMmap, 0.75) || !near(rows[3].VsMmap, 1) {
+		t.Fatalf("ratios: auto %v/%v, buffered %v, mmap %v", rows[0].VsMmap, rows[0].VsBest, rows[2].VsMmap, rows[3].VsMmap)
+	}
+	if want := []float64{90, 72, 54, 45}; !reflect.DeepEqual(rows[0].RoundRowsPerSec, want) {
+		t.Fatalf("auto's rounds %v, want %v", rows[0].RoundRowsPerSec, want)
+	}
+	// A ratio of medians would read auto's median (63) over the memory
+	// map's (80): 0.79, the drift's and the failure's.
+	if r := median([]float64{90, 72, 54, 45}) / median([]float64{100, 80, 50}); near(r, 0.9) {
+		t.Fatalf("the ratio of medians is %v too", r)
 	}
 }

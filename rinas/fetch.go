@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/pagefeed/pagefeed/codec"
 	"github.com/pagefeed/pagefeed/engine"
+	"github.com/pagefeed/pagefeed/index"
 	"github.com/pagefeed/pagefeed/rinas/plan"
 )
 
@@ -19,8 +20,12 @@ type unit struct {
 	idx   int    // its index in the fetch batch
 	pos   uint64 // position in the epoch's order (at or past its units: a repeat)
 	chunk int
-	first int   // first global page read
-	n     int   // pages read
+	first int // first global page read
+	n     int // pages read
+	// loc is where page first lies when locOK (fillUnit looked it up:
+	// the decoder reuses it rather than look it up again on its core).
+	loc   index.Loc
+	locOK bool
 	row   int32 // row mode: the row within the page; -1 all
 	// x0 and x1 are the unit's piece of the epoch's row stream; a unit
 	// cut at a rank's share boundary (cut) delivers only its rows [lo,
@@ -436,7 +441,13 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 		// A page with a known row count (offset index) starts and ends at
 		// row boundaries, as the format requires; only the others may end
 		// inside a row.
-		aligned := !l.ix.Locate(l.lead, u.first+k).EndsMidRow
+		var loc index.Loc
+		if k == 0 && u.locOK {
+			loc = u.loc
+		} else {
+			loc = l.ix.Locate(l.lead, u.first+k)
+		}
+		aligned := !loc.EndsMidRow
 		m := 1
 		if !aligned && k+1 < u.n {
 			m = 2
@@ -459,7 +470,7 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 			}
 			break
 		}
-		if err := l.checkPage(l.lead, u.first+k, p); err != nil {
+		if err := l.checkPageAt(loc, p); err != nil {
 			p.Release()
 			return err
 		}
@@ -483,14 +494,17 @@ func (l *Loader) decodePages(dec *codec.Decoder, u *unit, dict *codec.Dictionary
 // starts inside one; the index never says so of a chunk's first page,
 // whose leading levels would belong to no row.
 func (l *Loader) checkPage(k, g int, p *codec.Page) error {
-	loc := l.ix.Locate(k, g)
-	path := l.ix.File(loc.File).Path
+	return l.checkPageAt(l.ix.Locate(k, g), p)
+}
+
+// checkPageAt is checkPage of the page at loc.
+func (l *Loader) checkPageAt(loc index.Loc, p *codec.Page) error {
 	if p.LeadingLevels() != 0 && !loc.StartsMidRow {
-		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
+		return pageErrorf("check rows", l.ix.File(loc.File).Path, loc.Offset, ErrPageRows,
 			"%d levels at its head continue a row of an earlier page, but the page should start a row", p.LeadingLevels())
 	}
 	if p.Rows() != int(loc.NumRows) {
-		return pageErrorf("check rows", path, loc.Offset, ErrPageRows,
+		return pageErrorf("check rows", l.ix.File(loc.File).Path, loc.Offset, ErrPageRows,
 			"%d rows decoded, the index says %d", p.Rows(), loc.NumRows)
 	}
 	return nil

@@ -247,6 +247,7 @@ func (l *Loader) fillUnit(u *unit, e *plan.Epoch, pc plan.Piece) error {
 	u.x0, u.x1, u.lo, u.hi, u.cut = pc.X0, pc.X1, pc.Lo, pc.Hi, pc.Cut
 	u.got.Store(0)
 	u.pages = u.pages[:0]
+	u.locOK = false
 	item := pc.Item
 	switch l.cfg.Shuffle {
 	case ShuffleRowGroup:
@@ -259,6 +260,7 @@ func (l *Loader) fillUnit(u *unit, e *plan.Epoch, pc plan.Piece) error {
 		g := sort.Search(len(l.rowStart), func(i int) bool { return l.rowStart[i] > row }) - 1
 		loc := l.ix.Locate(l.lead, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
+		u.loc, u.locOK = loc, true
 		u.row = int32(row - l.rowStart[g])
 		if len(l.sides) > 0 {
 			r := l.pageRow(l.lead, loc.Chunk, g) + int64(u.row)
@@ -270,6 +272,7 @@ func (l *Loader) fillUnit(u *unit, e *plan.Epoch, pc plan.Piece) error {
 		g := int(item)
 		loc := l.ix.Locate(l.lead, g)
 		u.chunk, u.first, u.n, u.keep = loc.Chunk, g, 1, 1
+		u.loc, u.locOK = loc, true
 		if loc.EndsMidRow {
 			u.n = 2 // its last row continues in the next page
 		}
@@ -349,11 +352,23 @@ func (l *Loader) spanRows(e *plan.Epoch, spans []plan.Span) int64 {
 // epochCache keeps the epochs' orders and sums computed so far, so that
 // an epoch is summed once although the consumer, a State check and the
 // producer (planning ahead) all ask for it: a sum is a pass over the
-// whole epoch. It is safe for concurrent use; the zero value is empty.
+// whole epoch. It keeps the rank's share of each too (planShare from the
+// epoch's start), which the producer and the consumer both take: dealing
+// page batches walks the rank's whole share. It is safe for concurrent
+// use; the zero value is empty.
 type epochCache struct {
-	mu   sync.Mutex
-	eps  [4]*plan.Epoch // the most recent, any order
-	next int            // the slot the next one replaces
+	mu     sync.Mutex
+	eps    [4]*plan.Epoch // the most recent, any order
+	next   int            // the slot the next one replaces
+	shares [4]sharedPlan  // shares of the most recent epochs, any order
+	snext  int
+}
+
+// sharedPlan is the rank's share of epoch e from its start. Its slices
+// are shared by every caller, which only read them.
+type sharedPlan struct {
+	e  *plan.Epoch
+	sh plan.Share
 }
 
 // epochPlan returns epoch's order and sums.
@@ -383,10 +398,24 @@ func (l *Loader) epochPlan(epoch uint64) *plan.Epoch {
 func (l *Loader) planShare(e *plan.Epoch, rem *State) (plan.Share, error) {
 	p := l.params()
 	if rem == nil || !rem.Resharded {
+		c := &l.epochs
+		c.mu.Lock()
+		for _, s := range c.shares {
+			if s.e == e {
+				c.mu.Unlock()
+				return s.sh, nil
+			}
+		}
+		c.mu.Unlock()
+		// Computed unlocked, as epochPlan: a racing caller gets the same.
 		sh, err := e.Plan(p)
 		if err != nil {
 			return sh, l.planErr(err)
 		}
+		c.mu.Lock()
+		c.shares[c.snext] = sharedPlan{e, sh}
+		c.snext = (c.snext + 1) % len(c.shares)
+		c.mu.Unlock()
 		return sh, nil
 	}
 	perCount := 0.0

@@ -197,10 +197,16 @@ def rows(reg, where):
         if x.get("error"):
             row("rows/s, %s: %s" % (where, x["label"]), "failed: " + x["error"], "", ""); continue
         v = x["rows_per_sec"]
-        row("rows/s, %s: %s (read %s) against the mmap page shuffle (median of %d runs, load %s)" % (where, x["label"], x["io_mode"], x["runs"], load),
-            "%.0f" % v, "%.0f" % mm, "%.2fx" % (v / mm) if mm else "-")
-    a = rs.get("auto", {}).get("rows_per_sec", 0)
-    row("rows/s, %s: auto against the better of O_DIRECT and buffered (load %s)" % (where, load), "%.0f" % a, "%.0f" % best, "%.2fx" % (a / best) if best else "-")
+        # The ratio: the median over rounds of runs in the same round
+        # (vs_mmap), where pagebench gives it; else of the medians.
+        vm = x.get("vs_mmap") or (v / mm if mm else 0)
+        how = "median of %d rounds' ratios" % x["runs"] if x.get("vs_mmap") else "median of %d runs" % x["runs"]
+        row("rows/s, %s: %s (read %s) against the mmap page shuffle (%s, load %s)" % (where, x["label"], x["io_mode"], how, load),
+            "%.0f" % v, "%.0f" % mm, "%.2fx" % vm if vm else "-")
+    ax = rs.get("auto", {})
+    a = ax.get("rows_per_sec", 0)
+    vb = ax.get("vs_best") or (a / best if best else 0)
+    row("rows/s, %s: auto against the better of O_DIRECT and buffered (%s, load %s)" % (where, "median of rounds' ratios" if ax.get("vs_best") else "medians", load), "%.0f" % a, "%.0f" % best, "%.2fx" % vb if vb else "-")
     for n in reg.get("notes") or []:
         row("note, %s" % where, n, "", "")
 fits, larger = r.get("fits"), r.get("larger")
@@ -219,11 +225,12 @@ if dv:
         fio = {f["iodepth"]: f for f in dv.get("fio_runs") or []}
         depth0 = dv["fio_runs"][0]["iodepth"]
         for l in dv.get("loaders") or []:
-            row("read MB/s, %s: %s against fio randread O_DIRECT %s --iodepth=%d in the same cgroup (load %s)" % (where, l["label"], mix, depth0, dv.get("load", "?")),
+            how = "median of %d rounds' ratios, loader and fio alternating, " % l["rounds"] if l.get("rounds") else ""
+            row("read MB/s, %s: %s against fio randread O_DIRECT %s --iodepth=%d in the same cgroup (%sload %s)" % (where, l["label"], mix, depth0, how, dv.get("load", "?")),
                 "%.0f" % (l["read_bytes_per_sec"] / 1e6), "%.0f (fio)" % (dv["fio_bytes_per_sec"] / 1e6), "%.2fx" % l["ratio_to_fio"])
-            k = round(l.get("iodepth_kept") or 0)
+            k = int((l.get("iodepth_kept") or 0) + 0.5)
             if l.get("ratio_to_fio_same_depth") and k in fio:
-                row("read MB/s, %s: %s against fio at the depth the loader kept in the kernel, --iodepth=%d (load %s)" % (where, l["label"], k, dv.get("load", "?")),
+                row("read MB/s, %s: %s against fio at the depth the loader kept in the kernel, --iodepth=%d (%sload %s)" % (where, l["label"], k, how, dv.get("load", "?")),
                     "%.0f" % (l["read_bytes_per_sec"] / 1e6), "%.0f (fio)" % (fio[k]["bytes_per_sec"] / 1e6), "%.2fx" % l["ratio_to_fio_same_depth"])
 PY
 cat "$iorows" >>"$rows"

@@ -32,8 +32,28 @@ import "fmt"
 // unitBatches returns the steps of rank p.Rank (spansOf gives each rank's
 // share) and where its batches end.
 func (e *Epoch) unitBatches(p Params, spansOf func(r int) []Span) (int64, []uint64) {
-	own := e.pieces(spansOf(p.Rank), true, nil)
-	steps := ceilDiv(uint64(len(own)), p.Batch)
+	// One pass over the rank's own pieces counts them and their rows and
+	// keeps where every Batch-th ends: the ends of the first rule, which
+	// holds wherever no other rank has more batches' worth of pieces (a
+	// world of one always). The other rules walk the pieces again.
+	own := spansOf(p.Rank)
+	var m, rows, last uint64
+	var ends []uint64
+	w := e.Walk(own, Start(own))
+	for pc, ok := w.Next(); ok; pc, ok = w.Next() {
+		if pc.X1 > pc.X0 {
+			m++
+			rows += pc.X1 - pc.X0
+			last = pc.X1
+			if m%p.Batch == 0 {
+				ends = append(ends, last)
+			}
+		}
+	}
+	if m%p.Batch != 0 {
+		ends = append(ends, last)
+	}
+	steps := ceilDiv(m, p.Batch)
 	var scratch []Span
 	for r := 0; r < p.World; r++ {
 		if r != p.Rank {
@@ -41,12 +61,14 @@ func (e *Epoch) unitBatches(p Params, spansOf func(r int) []Span) (int64, []uint
 			steps = max(steps, ceilDiv(uint64(len(scratch)), p.Batch))
 		}
 	}
-	var rows uint64
-	for _, pc := range own {
-		rows += pc.Len()
-	}
 	steps = min(steps, rows) // Keep: a rank a row short may take a step fewer
-	return int64(steps), batchEnds(own, steps, p.Batch)
+	if steps == 0 || m == 0 {
+		return int64(steps), nil
+	}
+	if ceilDiv(m, p.Batch) == steps {
+		return int64(steps), ends
+	}
+	return int64(steps), batchEnds(e.pieces(own, true, nil), steps, p.Batch)
 }
 
 // pieces returns the ranges of the pieces of spans that hold rows; with
