@@ -578,7 +578,7 @@ func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.
 	out.Load = loadavg()
 	type pairs struct {
 		bps, depth, ratio, same, fioSame []float64
-		err                             string
+		err                              string
 	}
 	lp := make([]pairs, len(loaders))
 	var cfgBW, cfgIOPS []float64
