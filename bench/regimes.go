@@ -214,7 +214,8 @@ type DeviceShare struct {
 	RatioSameDepth float64 `json:"ratio_to_fio_same_depth"`
 	// Rounds is how many rounds the ratios are the medians of: a loader
 	// run and fio's beside it, in the same round.
-	Rounds int `json:"rounds"`
+	Rounds int    `json:"rounds"`
+	Err    string `json:"error,omitempty"` // every run of the loader failed: the first error
 }
 
 // RegimesResult is CompareRegimes' answer.
@@ -637,6 +638,9 @@ func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.
 	out.BWBytes, out.IOPS = run.BWBytes, run.IOPS
 	for i, c := range loaders {
 		if len(lp[i].ratio) == 0 {
+			if lp[i].err != "" {
+				out.Loaders = append(out.Loaders, DeviceShare{Label: c.Label, Short: c.Short, Err: lp[i].err})
+			}
 			continue
 		}
 		sh := DeviceShare{Label: c.Label, Short: c.Short, Bps: median(lp[i].bps), Ratio: median(lp[i].ratio), Rounds: len(lp[i].ratio)}
@@ -799,6 +803,10 @@ func WriteRegimes(w io.Writer, r *RegimesResult) error {
 	}
 	fmt.Fprintln(w)
 	for _, l := range dv.Loaders {
+		if l.Err != "" {
+			fmt.Fprintf(w, "  %s, larger than memory: failed: %s\n", l.Label, l.Err)
+			continue
+		}
 		same := ""
 		if l.RatioSameDepth > 0 {
 			same = fmt.Sprintf(", %.2f× fio at the depth it kept (%.0f)", l.RatioSameDepth, l.Depth)

@@ -225,6 +225,8 @@ if dv:
         fio = {f["iodepth"]: f for f in dv.get("fio_runs") or []}
         depth0 = dv["fio_runs"][0]["iodepth"]
         for l in dv.get("loaders") or []:
+            if l.get("error"):
+                row("read MB/s, %s: %s against fio" % (where, l["label"]), "failed: " + l["error"], "", ""); continue
             how = "median of %d rounds' ratios, loader and fio alternating, " % l["rounds"] if l.get("rounds") else ""
             row("read MB/s, %s: %s against fio randread O_DIRECT %s --iodepth=%d in the same cgroup (%sload %s)" % (where, l["label"], mix, depth0, how, dv.get("load", "?")),
                 "%.0f" % (l["read_bytes_per_sec"] / 1e6), "%.0f (fio)" % (dv["fio_bytes_per_sec"] / 1e6), "%.2fx" % l["ratio_to_fio"])
