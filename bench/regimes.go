@@ -593,7 +593,9 @@ func (cfg *RegimesConfig) device(ctx context.Context, d DatasetFacts, g *cgroup.
 			cfg.coldCache(d.Files)
 			j, err := cfg.runIn(ctx, g, pc)
 			if err != nil {
-				lp[i].err = err.Error()
+				if lp[i].err == "" {
+					lp[i].err = err.Error()
+				}
 				fmt.Fprintf(cfg.Progress, "device limit, round %d/%d: %s failed: %v\n", r+1, cfg.Rounds, c.Label, err)
 				continue
 			}
