@@ -25,21 +25,67 @@ var (
 // that cannot be served (ErrTooLarge, ErrInvalid, a closed file) stops
 // Submit with an *Error; the requests before it stay queued. After Close it
 // returns ErrClosed.
+//
+// A sleeping worker is woken once for all the requests of one call that
+// it is given, after the last of them (or before Submit blocks for a free
+// slot): woken at its first, it would take that one alone into the ring,
+// and with several workers each would enter the kernel for a read or two.
 func (q *Queue) Submit(ctx context.Context, reqs []Request) error {
 	e := q.e
+	var wk wakes
+	defer wk.flush(e)
 	for i := range reqs {
 		req := &reqs[i]
 		if err := e.check(req); err != nil {
 			return err
 		}
-		if err := q.submitOne(ctx, req); err != nil {
+		if err := q.submitOne(ctx, req, &wk); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (q *Queue) submitOne(ctx context.Context, req *Request) error {
+// wakes are the workers a Submit call owes a wakeup: posted to while
+// asleep (see post).
+type wakes struct {
+	n  int
+	ws [16]*worker // beyond these, a worker is woken at once
+}
+
+// owe records that w is owed a wakeup.
+func (wk *wakes) owe(w *worker) {
+	if wk.n == len(wk.ws) {
+		w.wake() // under subMu's read lock: called from submitOne
+		return
+	}
+	wk.ws[wk.n] = w
+	wk.n++
+}
+
+// flush wakes every worker owed a wakeup. Like a post, a wake must
+// happen under e.subMu's read lock (Close's barrier before it closes the
+// eventfds), and not once Close began: its stop wakes every worker.
+func (wk *wakes) flush(e *Engine) {
+	if wk.n == 0 {
+		return
+	}
+	e.subMu.RLock()
+	wk.flushLocked(e)
+	e.subMu.RUnlock()
+}
+
+// flushLocked is flush with e.subMu read-locked by the caller.
+func (wk *wakes) flushLocked(e *Engine) {
+	if !e.closing.Load() {
+		for _, w := range wk.ws[:wk.n] {
+			w.wake()
+		}
+	}
+	wk.n = 0
+}
+
+func (q *Queue) submitOne(ctx context.Context, req *Request, wk *wakes) error {
 	e := q.e
 	e.subMu.RLock()
 	defer e.subMu.RUnlock()
@@ -75,6 +121,9 @@ func (q *Queue) submitOne(ctx context.Context, req *Request) error {
 		}
 	}
 	if !ok {
+		// The slots come free as the workers deliver: none may sleep on
+		// a request of this call while it waits.
+		wk.flushLocked(e)
 		select {
 		case idx = <-w.free:
 		case <-ctx.Done():
@@ -97,7 +146,9 @@ func (q *Queue) submitOne(ctx context.Context, req *Request) error {
 	s.setup(q, req)
 	q.inflight.Add(1)
 	q.undelivered.Add(1)
-	w.post(idx)
+	if w.post(idx, true) {
+		wk.owe(w)
+	}
 	return nil
 }
 

@@ -243,7 +243,13 @@ func (w *worker) enterAndWait(waitFor, depth int, stopping bool, ch *chunker) er
 	w.st.enters.Add(1)
 	if minComplete > 0 {
 		d := nanotime() - t0
-		ch.waited(d)
+		if w.inKernel > 0 {
+			// Asleep on reads: the device's time. A worker with none in
+			// the kernel sleeps for want of requests (reads the page
+			// cache served completed within their enter), which says
+			// nothing of the device and must not shrink the chunk.
+			ch.waited(d)
+		}
 		w.st.waitNs.Add(d)
 		w.st.waits.Add(1)
 		w.st.inKernel.Add(uint64(w.inKernel))

@@ -260,18 +260,26 @@ func thpMode() string {
 }
 
 // post hands a busy slot to the worker from any goroutine.
-func (w *worker) post(idx int32) {
+//
+// Where the worker may be asleep, post wakes it, or with later true
+// leaves that to the caller and returns true: the caller must call wake
+// before it blocks or returns.
+func (w *worker) post(idx int32, later bool) bool {
 	if w.kind == Pread {
 		w.jobs <- idx // capacity holds every slot: never blocks
-		return
+		return false
 	}
 	w.mu.Lock()
 	w.mbox = append(w.mbox, idx) // capacity holds every slot: never grows
 	w.mboxN.Add(1)
 	w.mu.Unlock()
 	if w.waiting.Swap(0) == 1 {
+		if later {
+			return true
+		}
 		w.wake()
 	}
+	return false
 }
 
 var one = [8]byte{1}
