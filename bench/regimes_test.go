@@ -78,8 +78,13 @@ func TestSweepChart(t *testing.T) {
 // and each ratio is the median over rounds of runs in the same round,
 // leaving out rounds where either run failed.
 func TestRoundRatios(t *testing.T) {
-	if got := [][]int{roundOrder(0, 4), roundOrder(1, 4), roundOrder(2, 4)}; !reflect.DeepEqual(got, [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 1, 2, 3}}) {
+	cs := RegimeContenders // auto, direct, buffered, mmap
+	if got := [][]int{roundOrder(0, cs), roundOrder(1, cs), roundOrder(2, cs)}; !reflect.DeepEqual(got, [][]int{{0, 1, 2, 3}, {3, 2, 1, 0}, {0, 1, 2, 3}}) {
 		t.Fatalf("round orders %v", got)
+	}
+	// The fits regime: auto between buffered and the memory map.
+	if got := [][]int{roundOrder(0, cs, "buffered", "auto", "mmap"), roundOrder(1, cs, "buffered", "auto", "mmap")}; !reflect.DeepEqual(got, [][]int{{2, 0, 3, 1}, {1, 3, 0, 2}}) {
+		t.Fatalf("fits round orders %v", got)
 	}
 	rows := []RegimeRow{{Short: "auto"}, {Short: "direct"}, {Short: "buffered"}, {Short: "mmap"}}
 	tab := newRoundTable(4, 4)

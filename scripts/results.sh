@@ -26,7 +26,7 @@
 # (dataset, default 8 files of 20000 rows), BIG_FILES and BIG_ROWS (the
 # regimes' dataset, default 16 files of 45000 rows, about 1 GiB),
 # SWEEP (ratios, default 1/4,1/2,1,2,4) and SWEEP_RUNTIME (default 4),
-# REGIME_ROUNDS (alternating rounds of the regimes and fio, default 3),
+# REGIME_ROUNDS (alternating rounds of the regimes and fio, default 5),
 # DIR (scratch, default out/results, removed at the end), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +41,7 @@ BIG_FILES=${BIG_FILES:-16}
 BIG_ROWS=${BIG_ROWS:-45000}
 SWEEP=${SWEEP:-1/4,1/2,1,2,4}
 SWEEP_RUNTIME=${SWEEP_RUNTIME:-4}
-REGIME_ROUNDS=${REGIME_ROUNDS:-3}
+REGIME_ROUNDS=${REGIME_ROUNDS:-5}
 started=$(date +%s)
 # The commit measured, stamped before this script writes its charts.
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
