@@ -146,7 +146,7 @@ func (q *Queue) submitOne(ctx context.Context, req *Request, wk *wakes) error {
 	s.setup(q, req)
 	q.inflight.Add(1)
 	q.undelivered.Add(1)
-	if w.post(idx, true) {
+	if w.post(idx) {
 		wk.owe(w)
 	}
 	return nil

@@ -259,12 +259,10 @@ func thpMode() string {
 	return strings.TrimSpace(s)
 }
 
-// post hands a busy slot to the worker from any goroutine.
-//
-// Where the worker may be asleep, post wakes it, or with later true
-// leaves that to the caller and returns true: the caller must call wake
-// before it blocks or returns.
-func (w *worker) post(idx int32, later bool) bool {
+// post hands a busy slot to the worker from any goroutine. It returns
+// true where the worker may be asleep: the caller must then wake it
+// before it blocks or returns (Submit wakes each worker once a call).
+func (w *worker) post(idx int32) bool {
 	if w.kind == Pread {
 		w.jobs <- idx // capacity holds every slot: never blocks
 		return false
@@ -273,13 +271,7 @@ func (w *worker) post(idx int32, later bool) bool {
 	w.mbox = append(w.mbox, idx) // capacity holds every slot: never grows
 	w.mboxN.Add(1)
 	w.mu.Unlock()
-	if w.waiting.Swap(0) == 1 {
-		if later {
-			return true
-		}
-		w.wake()
-	}
-	return false
+	return w.waiting.Swap(0) == 1
 }
 
 var one = [8]byte{1}

@@ -61,8 +61,10 @@ func (e *Epoch) unitBatches(p Params, spansOf func(r int) []Span) (int64, []uint
 			steps = max(steps, ceilDiv(uint64(len(scratch)), p.Batch))
 		}
 	}
-	steps = min(steps, rows) // Keep: a rank a row short may take a step fewer
-	if steps == 0 || m == 0 {
+	// Keep: a rank a row short may take a step fewer. A rank with no
+	// piece holds no row, so it takes none.
+	steps = min(steps, rows)
+	if steps == 0 {
 		return int64(steps), nil
 	}
 	if ceilDiv(m, p.Batch) == steps {
