@@ -1363,9 +1363,16 @@ func TestResubmitPastEOFDuringRound(t *testing.T) {
 // reads complete during the enter that submits them.
 func cachedFileEngine(t *testing.T, size, depth, slots int) (*Engine, *File) {
 	t.Helper()
-	path := writeFile(t, content(size), false)
-	e := newEngine(t, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off, Timestamps: true,
+	return cachedFile(t, size, Options{Kind: IOUring, Workers: 1, QueueDepth: depth, BatchSubmit: 1, Direct: Off, Timestamps: true,
 		SlotsPerWorker: slots, SlotSize: 8 << 10})
+}
+
+// cachedFile writes a file of size bytes, opens it on an engine of
+// options o and reads it whole, so that its pages are cached.
+func cachedFile(t *testing.T, size int, o Options) (*Engine, *File) {
+	t.Helper()
+	path := writeFile(t, content(size), false)
+	e := newEngine(t, o)
 	f, err := e.Open(path)
 	if err != nil {
 		t.Fatal(err)

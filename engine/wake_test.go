@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"io"
-	"testing"
-)
+import "testing"
 
 // TestIdleWorkersShareEnters: two workers reading cached pages buffered,
 // fed a batch of reads at a time by Submit and idle between batches (as a
@@ -14,15 +11,7 @@ import (
 // device, which kept the chunk at its floor of 2: about 2 reads an enter.
 func TestIdleWorkersShareEnters(t *testing.T) {
 	const size, batch, batches = 1 << 20, 32, 200
-	path := writeFile(t, content(size), false)
-	e := newEngine(t, Options{Kind: IOUring, Workers: 2, QueueDepth: 64, Direct: Off, SlotsPerWorker: batch, SlotSize: 8 << 10})
-	f, err := e.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.ReadAt(make([]byte, size), 0); err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
+	e, f := cachedFile(t, size, Options{Kind: IOUring, Workers: 2, QueueDepth: 64, Direct: Off, SlotsPerWorker: batch, SlotSize: 8 << 10})
 	q := e.NewQueue(QueueOptions{Handler: func(c *Completion) {
 		if c.Err != nil {
 			t.Error(c.Err)

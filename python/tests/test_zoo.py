@@ -196,12 +196,12 @@ print(json.dumps({"ids": ids, "steps": steps, "len": n}))
 """
 
 
-def test_zoo_mix_two_ranks_dataloader_workers(zoo):
-    """A file of every writer, at the defaults, over 2 ranks (RANK and
-    WORLD_SIZE, as torchrun sets them) each with 2 DataLoader workers
-    (pagefeed.torch.DataLoader):
-    every rank takes len(ds) steps, the same on both, no row comes twice,
-    and fewer rows than the 4 shards are left out."""
+def two_ranks_one_file_per_writer(zoo, script):
+    """Runs script (printing ids, steps and len as ZOO_RANK does) on a
+    file of every writer's token set, as rank 0 and rank 1 of 2 (RANK and
+    WORLD_SIZE, as torchrun sets them). Checks that each rank takes len
+    steps, both the same, no row twice and only ids a file holds; returns
+    the files, their rows by id, the ids delivered and each rank's steps."""
     fixtures, writers = [], set()
     for fx in zoo.values():
         if fx["set"] == "tokens" and fx["writer"] not in writers and fx["rows"] <= 20000:
@@ -214,7 +214,7 @@ def test_zoo_mix_two_ranks_dataloader_workers(zoo):
     paths = json.dumps([fx["path"] for fx in fixtures])
     seen, steps = [], []
     for rank in range(2):
-        r = run_py(ZOO_RANK, paths, timeout=300, env={"RANK": str(rank), "WORLD_SIZE": "2"})
+        r = run_py(script, paths, timeout=300, env={"RANK": str(rank), "WORLD_SIZE": "2"})
         assert r.returncode == 0, r.stderr[-4000:]
         out = json.loads(r.stdout)
         assert out["steps"] == out["len"], (rank, out["steps"], out["len"])
@@ -223,6 +223,16 @@ def test_zoo_mix_two_ranks_dataloader_workers(zoo):
     assert steps[0] == steps[1], steps
     assert len(seen) == len(set(seen)), "%d rows delivered twice" % (len(seen) - len(set(seen)))
     assert set(seen) <= set(ref), "ids in no file: %r" % sorted(set(seen) - set(ref))[:5]
+    return fixtures, ref, seen, steps
+
+
+def test_zoo_mix_two_ranks_dataloader_workers(zoo):
+    """A file of every writer, at the defaults, over 2 ranks (RANK and
+    WORLD_SIZE, as torchrun sets them) each with 2 DataLoader workers
+    (pagefeed.torch.DataLoader):
+    every rank takes len(ds) steps, the same on both, no row comes twice,
+    and fewer rows than the 4 shards are left out."""
+    fixtures, ref, seen, steps = two_ranks_one_file_per_writer(zoo, ZOO_RANK)
     missing = len(ref) - len(set(seen))
     assert missing < 4, "%d of %d rows left out" % (missing, len(ref))
 
@@ -248,26 +258,7 @@ def test_zoo_mixture_two_ranks_dataloader_workers(zoo):
     the same on both, no row comes twice, every row is a file's, and what
     is left out is less than the 4 shards' last batches and each source's
     tail (fewer than 4 rows each)."""
-    fixtures, writers = [], set()
-    for fx in zoo.values():
-        if fx["set"] == "tokens" and fx["writer"] not in writers and fx["rows"] <= 20000:
-            writers.add(fx["writer"])
-            fixtures.append(fx)
-    assert len(writers) >= 5, writers
-    ref = {}
-    for fx in fixtures:
-        ref.update(reference(fx))
-    paths = json.dumps([fx["path"] for fx in fixtures])
-    seen, steps = [], []
-    for rank in range(2):
-        r = run_py(ZOO_MIX_RANK, paths, timeout=300, env={"RANK": str(rank), "WORLD_SIZE": "2"})
-        assert r.returncode == 0, r.stderr[-4000:]
-        out = json.loads(r.stdout)
-        assert out["steps"] == out["len"] > 0, (rank, out["steps"], out["len"])
-        steps.append(out["steps"])
-        seen.extend(out["ids"])
-    assert steps[0] == steps[1], steps
-    assert len(seen) == len(set(seen)), "%d rows delivered twice" % (len(seen) - len(set(seen)))
-    assert set(seen) <= set(ref), "ids in no file: %r" % sorted(set(seen) - set(ref))[:5]
+    fixtures, ref, seen, steps = two_ranks_one_file_per_writer(zoo, ZOO_MIX_RANK)
+    assert steps[0] > 0, steps
     missing = len(ref) - len(set(seen))
     assert missing < 4 * 1024 + 4 * len(fixtures), "%d of %d rows left out" % (missing, len(ref))
